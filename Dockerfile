@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1
+# Build stage: install Portico and its dependencies into a self-contained virtualenv.
+FROM python:3.11-slim AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+RUN python -m venv /opt/portico
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY gen ./gen
+COPY static ./static
+RUN /opt/portico/bin/pip install --no-cache-dir /src
+
+# Runtime stage: the virtualenv only, run as an unprivileged user.
+FROM python:3.11-slim
+ENV PATH=/opt/portico/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PORTICO_HTTP_HOST=0.0.0.0 \
+    PORTICO_GRPC_HOST=0.0.0.0 \
+    PORTICO_DATA_DIR=/data
+RUN groupadd --system --gid 10001 portico \
+    && useradd --system --uid 10001 --gid portico --home-dir /data portico \
+    && mkdir -p /data && chown 10001:10001 /data
+COPY --from=build /opt/portico /opt/portico
+USER 10001:10001
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 8080 50051
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"]
+CMD ["portico", "serve"]

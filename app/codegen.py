@@ -1,0 +1,120 @@
+"""Generated artifacts: ``gen/`` from ``protos/``, and the README's RPC table from the descriptors.
+
+``portico gen`` runs both. Tests run them into a temporary folder and compare with what is
+committed, so the committed copies never drift from the protos.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from app.gateway.registry import Registry
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTOS = ROOT / "protos"
+GEN = ROOT / "gen"
+README = ROOT / "README.md"
+DESCRIPTOR_SET = "portico.binpb"
+
+# Protoc names Python modules after proto paths ("cnct/kaas/api/api.proto" -> "cnct.kaas.api"),
+# so the generated modules import each other by those top-level names. Putting this folder on
+# sys.path when `gen` is imported keeps those imports working from a checkout and when installed.
+GEN_INIT = '''"""Code generated from protos/ by `portico gen`. DO NOT EDIT."""
+
+import os
+import sys
+
+DESCRIPTOR_SET = os.path.join(os.path.dirname(__file__), "portico.binpb")
+
+if os.path.dirname(__file__) not in sys.path:
+    sys.path.append(os.path.dirname(__file__))
+'''
+
+
+def proto_files(protos: Path = PROTOS) -> list[Path]:
+    """Every .proto file below ``protos``, in a stable order."""
+    return sorted(protos.rglob("*.proto"))
+
+
+def generate(out: Path = GEN, protos: Path = PROTOS) -> None:
+    """Compile ``protos`` into ``out``: _pb2, _pb2_grpc, .pyi and a descriptor set with comments."""
+    try:
+        import grpc_tools
+        from grpc_tools import protoc
+    except ImportError as exc:  # grpcio-tools is a development dependency
+        raise SystemExit("portico gen needs grpcio-tools: pip install -e '.[test]'") from exc
+    import google.api
+
+    well_known = Path(grpc_tools.__file__).parent / "_proto"
+    googleapis = Path(next(iter(google.api.__path__))).parent.parent
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    sources = [str(p.relative_to(protos)) for p in proto_files(protos)]
+    args = [
+        "grpc_tools.protoc",
+        f"-I{protos}",
+        f"-I{googleapis}",
+        f"-I{well_known}",
+        f"--python_out={staging}",
+        f"--pyi_out={staging}",
+        f"--grpc_python_out={staging}",
+        f"--descriptor_set_out={staging / DESCRIPTOR_SET}",
+        "--include_imports",
+        "--include_source_info",
+        *sources,
+    ]
+    if protoc.main(args) != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise SystemExit("protoc failed; see the messages above")
+    (staging / "__init__.py").write_text(GEN_INIT)
+    # Replace the old tree only once the new one is complete.
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+
+
+def _routes(method) -> Iterable[str]:
+    for binding in method.http:
+        yield f"`{binding.verb} {binding.path}`"
+    yield f"`POST /{method.service}/{method.name}`"
+
+
+def rpc_table(registry: Registry) -> str:
+    """A Markdown table of every RPC: gRPC path, streaming kind and HTTP routes."""
+    lines = [
+        "| RPC | gRPC path | streaming | HTTP routes |",
+        "| --- | --- | --- | --- |",
+    ]
+    for method in registry:
+        kind = method.kind.replace("_", " ")
+        routes = "<br>".join(_routes(method))
+        lines.append(f"| {method.full_name} | `{method.grpc_path}` | {kind} | {routes} |")
+    return "\n".join(lines) + "\n"
+
+
+_TABLE = re.compile(r"(<!-- rpc-table:begin -->\n).*?(<!-- rpc-table:end -->)", re.S)
+
+
+def readme_with_table(readme_text: str, table: str) -> str:
+    """The README text with the generated RPC table between its markers."""
+    if not _TABLE.search(readme_text):
+        raise ValueError("README.md has no <!-- rpc-table:begin/end --> markers")
+    return _TABLE.sub(lambda m: m.group(1) + table + m.group(2), readme_text)
+
+
+def update_readme(readme: Path = README, registry: Registry | None = None) -> None:
+    """Rewrite the RPC table in ``readme`` from the descriptors."""
+    registry = registry or Registry.from_package("gen")
+    readme.write_text(readme_with_table(readme.read_text(), rpc_table(registry)))
+
+
+def main() -> None:
+    """Regenerate gen/ and the README's RPC table."""
+    generate()
+    # A fresh interpreter state is not needed: gen modules are imported only after generation.
+    sys.modules.pop("gen", None)
+    update_readme()

@@ -1,0 +1,140 @@
+"""JSON Web Tokens: issued at Login, checked on every call (python-jose, HS256 pinned).
+
+Verification is strict on purpose: the algorithm is pinned (``alg: none`` and every other
+algorithm are refused), every registered claim Portico issues is required and checked, unknown
+``crit`` headers and oversized tokens are refused before any cryptography runs.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from jose import JWTError, jwt
+
+ALGORITHM = "HS256"
+ISSUER = "portico"
+AUDIENCE = "portico"
+MIN_SECRET_BYTES = 32
+# Portico's own tokens are ~300 bytes; anything far larger is an attack on the parser.
+MAX_TOKEN_BYTES = 4096
+LEEWAY_SECONDS = 30
+SECRET_FILE = "jwt-secret"
+_REQUIRED = ("exp", "iat", "nbf", "iss", "aud", "sub", "jti")
+
+
+class InvalidToken(Exception):
+    """The token cannot be trusted; the message says why (safe to log, never the token)."""
+
+
+@dataclass(frozen=True)
+class Claims:
+    """The verified claims of one token."""
+
+    subject: str  # the account id
+    name: str  # the username
+    role: str
+    token_id: str  # jti
+    issued_at: int
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class TokenIssuer:
+    """Signs and verifies Portico's tokens with one HS256 secret."""
+
+    secret: bytes
+    ttl_seconds: int = 3600
+    leeway_seconds: int = LEEWAY_SECONDS
+
+    def __post_init__(self) -> None:
+        if len(self.secret) < MIN_SECRET_BYTES:
+            raise ValueError(
+                f"the JWT secret must be at least {MIN_SECRET_BYTES} bytes "
+                f"(got {len(self.secret)}); set PORTICO_JWT_SECRET or let Portico generate one"
+            )
+
+    def issue(
+        self, *, account_id: str, username: str, role: str, now: float | None = None
+    ) -> tuple[str, Claims]:
+        """A signed token for the account, and its claims."""
+        issued = int(time.time() if now is None else now)
+        claims = Claims(
+            account_id, username, role, uuid.uuid4().hex, issued, issued + self.ttl_seconds
+        )
+        payload = {
+            "sub": claims.subject,
+            "name": claims.name,
+            "role": claims.role,
+            "jti": claims.token_id,
+            "iat": claims.issued_at,
+            "nbf": claims.issued_at,
+            "exp": claims.expires_at,
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+        }
+        return jwt.encode(payload, self.secret, algorithm=ALGORITHM), claims
+
+    def verify(self, token: str, *, now: float | None = None) -> Claims:
+        """The claims of a well-formed, correctly signed, current token; InvalidToken otherwise."""
+        if len(token) > MAX_TOKEN_BYTES:
+            raise InvalidToken("token is too large")
+        try:
+            header = jwt.get_unverified_header(token)
+        except JWTError as exc:
+            raise InvalidToken("token is malformed") from exc
+        if header.get("alg") != ALGORITHM:
+            raise InvalidToken(f"token algorithm must be {ALGORITHM}")
+        if "crit" in header:
+            # RFC 7515 §4.1.11: extensions we do not understand make the token invalid.
+            raise InvalidToken("token has critical header extensions Portico does not support")
+        try:
+            payload = jwt.decode(
+                token,
+                self.secret,
+                algorithms=[ALGORITHM],
+                audience=AUDIENCE,
+                issuer=ISSUER,
+                options={
+                    **{f"require_{c}": True for c in _REQUIRED},
+                    "leeway": self.leeway_seconds,
+                },
+            )
+        except JWTError as exc:
+            raise InvalidToken(f"token is not valid: {exc}") from exc
+        current = time.time() if now is None else now
+        try:
+            claims = Claims(
+                subject=str(payload["sub"]),
+                name=str(payload.get("name", "")),
+                role=str(payload.get("role", "")),
+                token_id=str(payload["jti"]),
+                issued_at=int(payload["iat"]),
+                expires_at=int(payload["exp"]),
+            )
+        except (TypeError, ValueError) as exc:
+            raise InvalidToken("token claims have the wrong types") from exc
+        if claims.issued_at > current + self.leeway_seconds:
+            raise InvalidToken("token was issued in the future")
+        if not claims.token_id or not claims.subject:
+            raise InvalidToken("token lacks a subject or an id")
+        return claims
+
+
+def load_secret(configured: str, data_dir: Path) -> bytes:
+    """The configured secret, or one generated once and kept in ``data_dir`` (mode 0600)."""
+    if configured:
+        return configured.encode()
+    path = data_dir / SECRET_FILE
+    if path.exists():
+        return path.read_bytes().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_urlsafe(48).encode()
+    # Created with 0600 from the start, so the secret is never readable by others.
+    with open(path, "xb", opener=lambda p, flags: os.open(p, flags, 0o600)) as out:
+        out.write(secret)
+    return secret

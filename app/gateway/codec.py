@@ -1,0 +1,310 @@
+"""JSON bodies, query parameters and path variables ↔ protobuf messages (proto3 JSON mapping).
+
+Conversion is ``google.protobuf.json_format``; this module adds what it lacks for a gateway:
+strict decoding of raw bytes, query-parameter binding by field path, and turning every parse
+failure into :class:`~app.gateway.errors.BadRequest` naming the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import descriptor, json_format, message
+
+from app.gateway.errors import BadRequest
+
+FieldPath = tuple[descriptor.FieldDescriptor, ...]
+
+# Well-known types whose JSON form is a string, so a query parameter can carry them.
+_STRING_WKTS = frozenset(
+    {"google.protobuf.Timestamp", "google.protobuf.Duration", "google.protobuf.FieldMask"}
+)
+_WRAPPERS = frozenset(
+    f"google.protobuf.{name}Value"
+    for name in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
+)
+_MAX_DEPTH = 64  # far beyond any real message; json_format enforces its own limit of 100 too
+
+
+@dataclass(frozen=True)
+class JsonOptions:
+    """How messages are written and read: field naming and the unknown-field policy."""
+
+    proto_names: bool = True  # Settings.json_names == "proto"
+    ignore_unknown: bool = False  # Settings.unknown_fields == "ignore"
+
+
+def load_json(raw: bytes, what: str = "request body") -> Any:
+    """Strictly decode JSON bytes: UTF-8, no duplicate keys, bounded nesting."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise BadRequest(
+            f"{what} has the key {exc.args[0]!r} twice", [(exc.args[0], "duplicate key")]
+        ) from exc
+    except RecursionError as exc:
+        raise BadRequest(f"{what} is nested too deeply") from exc
+    except ValueError as exc:
+        raise BadRequest(f"{what} is not valid JSON: {exc}") from exc
+    if _depth(value) > _MAX_DEPTH:
+        raise BadRequest(f"{what} is nested more than {_MAX_DEPTH} levels deep")
+    return value
+
+
+def parse_into(
+    value: Any, target: message.Message, options: JsonOptions, what: str = "request body"
+) -> None:
+    """Merge a decoded JSON object into ``target``; any problem is a BadRequest naming the field."""
+    if not isinstance(value, dict):
+        raise BadRequest(f"{what} must be a JSON object, not {_json_type(value)}")
+    _check_tree(value, target.DESCRIPTOR, "")
+    try:
+        json_format.ParseDict(value, target, ignore_unknown_fields=options.ignore_unknown)
+    except json_format.ParseError as exc:
+        field, problem = _violation(str(exc), target.DESCRIPTOR.name)
+        raise BadRequest(f"invalid {field or what}: {problem}", [(field, problem)]) from exc
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+        raise BadRequest(f"invalid {what}: {exc}") from exc
+
+
+def to_dict(msg: message.Message, options: JsonOptions) -> dict[str, Any]:
+    """A message as its JSON object, default values included, int64 as strings."""
+    return json_format.MessageToDict(
+        msg,
+        preserving_proto_field_name=options.proto_names,
+        always_print_fields_with_no_presence=True,
+    )
+
+
+def dump_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def field_key(field: descriptor.FieldDescriptor, options: JsonOptions) -> str:
+    """The name a field has in output JSON."""
+    return field.name if options.proto_names else field.json_name
+
+
+# -- query parameters and path variables -------------------------------------------------------
+
+
+def resolve_field_path(
+    desc: descriptor.Descriptor, dotted: str, ignore_unknown: bool = False
+) -> FieldPath | None:
+    """Fields along a dotted name (either spelling per segment); None if unknown and ignored."""
+    fields: list[descriptor.FieldDescriptor] = []
+    current: descriptor.Descriptor | None = desc
+    for part in dotted.split("."):
+        field = None if current is None else _field_by_any_name(current, part)
+        if field is None:
+            if ignore_unknown:
+                return None
+            raise BadRequest(f"unknown query parameter {dotted!r}", [(dotted, "no such field")])
+        fields.append(field)
+        if field.message_type is not None and not _is_map(field) and not field.is_repeated:
+            current = field.message_type
+        else:
+            current = None
+    return tuple(fields)
+
+
+def set_text_value(tree: dict[str, Any], path: FieldPath, text: str, *, repeat: bool) -> None:
+    """Put a query/path text value at ``path`` of a proto-named JSON tree, converted by type.
+
+    ``repeat`` says whether this path was seen before (a repeated field appends; others refuse).
+    """
+    name = ".".join(f.name for f in path)
+    for field in path[:-1]:
+        if field.message_type is None or field.is_repeated:
+            raise BadRequest(f"{name!r} does not name a field", [(name, "not a message field")])
+        tree = tree.setdefault(field.name, {})
+    field = path[-1]
+    value = _text_to_json(field, text, name)
+    if field.is_repeated:
+        tree.setdefault(field.name, []).append(value)
+    elif repeat:
+        raise BadRequest(f"{name!r} is given more than once", [(name, "given more than once")])
+    else:
+        tree[field.name] = value
+
+
+def _text_to_json(field: descriptor.FieldDescriptor, text: str, name: str) -> Any:
+    if _is_map(field):
+        raise BadRequest(f"map field {name!r} cannot be a query parameter", [(name, "map field")])
+    if field.message_type is not None:
+        full = field.message_type.full_name
+        if full in _STRING_WKTS:
+            return text
+        if full in _WRAPPERS:
+            return _scalar_text(field.message_type.fields_by_name["value"], text, name)
+        if full == "google.protobuf.Value":
+            return text
+        raise BadRequest(
+            f"{name!r} is a message; set its fields with dotted names",
+            [(name, "message fields cannot be set directly")],
+        )
+    return _scalar_text(field, text, name)
+
+
+def _scalar_text(field: descriptor.FieldDescriptor, text: str, name: str) -> Any:
+    if field.type == descriptor.FieldDescriptor.TYPE_BOOL:
+        if text in ("true", "1"):
+            return True
+        if text in ("false", "0"):
+            return False
+        raise BadRequest(
+            f"invalid {name}: {text!r} is not a boolean", [(name, "not true or false")]
+        )
+    # json_format reads numbers, enum names/numbers and base64 from strings itself.
+    return text
+
+
+def _field_by_any_name(desc: descriptor.Descriptor, name: str) -> descriptor.FieldDescriptor | None:
+    return desc.fields_by_name.get(name) or _json_names(desc).get(name)
+
+
+_JSON_NAME_CACHE: dict[str, dict[str, descriptor.FieldDescriptor]] = {}
+
+
+def _json_names(desc: descriptor.Descriptor) -> dict[str, descriptor.FieldDescriptor]:
+    names = _JSON_NAME_CACHE.get(desc.full_name)
+    if names is None:
+        names = _JSON_NAME_CACHE[desc.full_name] = {f.json_name: f for f in desc.fields}
+    return names
+
+
+def _is_map(field: descriptor.FieldDescriptor) -> bool:
+    return (
+        field.message_type is not None
+        and field.is_repeated
+        and field.message_type.GetOptions().map_entry
+    )
+
+
+# -- turning json_format's messages into field violations -------------------------------------
+
+_NO_FIELD = re.compile(r'has no field named "([^"]+)" at "([^"]*)"')
+_MULTIPLE = re.compile(r'should not have multiple "([^"]+)" (?:oneof )?fields at "([^"]*)"')
+_FAILED = re.compile(r"Failed to parse (\S+) field: ")
+_AT = re.compile(r" at ([A-Za-z_][\w.\[\]]*)\.?$")
+
+
+def _violation(text: str, root: str) -> tuple[str, str]:
+    """(field path, problem) from a json_format ParseError message."""
+    first_line = text.splitlines()[0]
+    for pattern in (_NO_FIELD, _MULTIPLE):
+        found = pattern.search(first_line)
+        if found:
+            problem = "no such field" if pattern is _NO_FIELD else "given more than once"
+            return _join(_strip_root(found.group(2), root), found.group(1)), problem
+    chain = ".".join(_FAILED.findall(first_line))
+    problem = _FAILED.sub("", first_line).rstrip(".")
+    at = _AT.search(problem)
+    if at:
+        problem = problem[: at.start()]
+        located = _strip_root(at.group(1), root)
+        if len(located) >= len(chain):
+            chain = located
+    return chain, problem
+
+
+def _strip_root(path: str, root: str) -> str:
+    if path == root:
+        return ""
+    return path[len(root) + 1 :] if path.startswith(root + ".") else path
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+# -- checks json_format does not make ---------------------------------------------------------
+
+_BASE64 = re.compile(
+    r"^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2}(?:==)?|[A-Za-z0-9+/_-]{3}=?)?$"
+)
+_BYTES_VALUE = "google.protobuf.BytesValue"
+
+
+def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str) -> None:
+    """Refuse a field given under both its spellings and bytes that are not base64."""
+    if not isinstance(value, dict) or desc.full_name.startswith("google.protobuf."):
+        return
+    seen: dict[str, str] = {}
+    for key, item in value.items():
+        field = _field_by_any_name(desc, key)
+        if field is None:
+            continue  # json_format reports (or ignores) unknown fields
+        path = _join(prefix, key)
+        if field.name in seen:
+            raise BadRequest(
+                f"field {field.name!r} is given twice (as {seen[field.name]!r} and {key!r})",
+                [(path, "given more than once")],
+            )
+        seen[field.name] = key
+        _check_value(item, field, path)
+
+
+def _check_value(item: Any, field: descriptor.FieldDescriptor, path: str) -> None:
+    if _is_map(field):
+        if isinstance(item, dict):
+            value_field = field.message_type.fields_by_name["value"]
+            for key, entry in item.items():
+                _check_value(entry, value_field, f"{path}[{key}]")
+        return
+    if field.is_repeated and isinstance(item, list):
+        for index, entry in enumerate(item):
+            _check_single(entry, field, f"{path}[{index}]")
+        return
+    _check_single(item, field, path)
+
+
+def _check_single(item: Any, field: descriptor.FieldDescriptor, path: str) -> None:
+    is_bytes = field.type == descriptor.FieldDescriptor.TYPE_BYTES or (
+        field.message_type is not None and field.message_type.full_name == _BYTES_VALUE
+    )
+    if is_bytes and isinstance(item, str) and not _BASE64.match(item):
+        raise BadRequest(f"invalid {path}: not base64", [(path, "not valid base64")])
+    if field.message_type is not None and not is_bytes:
+        _check_tree(item, field.message_type, path)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _depth(value: Any) -> int:
+    depth = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            depth = max(depth, level)
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            depth = max(depth, level)
+            stack.extend((v, level + 1) for v in item)
+    return depth
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")

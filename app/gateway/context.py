@@ -1,0 +1,182 @@
+"""The ``grpc.aio.ServicerContext`` that in-process (REST) calls hand to servicers.
+
+It behaves like grpc.aio's own context where a servicer can observe it, so a servicer cannot
+tell which transport called it: ``abort`` raises, ``set_code``/``set_details`` end the call when
+the servicer returns, metadata flows both ways, deadlines come from ``grpc-timeout``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import grpc
+from google.rpc import status_pb2
+from grpc_status import rpc_status
+
+from app.gateway.errors import CODE_BY_NUMBER, GatewayError, RpcAborted
+
+Metadata = tuple[tuple[str, str | bytes], ...]
+
+# The identity the authenticate hook returned for the current call, on either transport.
+current_identity: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "portico_identity", default=None
+)
+
+
+class GatewayContext(grpc.aio.ServicerContext):
+    """Servicer context for a call that arrived over HTTP."""
+
+    def __init__(
+        self,
+        metadata: Metadata = (),
+        peer: str = "",
+        deadline: float | None = None,
+    ) -> None:
+        self._metadata = metadata
+        self._peer = peer
+        self._deadline = deadline  # time.monotonic() value
+        self._code: grpc.StatusCode | None = None
+        self._details = ""
+        self.initial_metadata: Metadata = ()
+        self.trailing_metadata_sent: Metadata = ()
+        self.headers_sent = False
+        self._cancelled = False
+        self._done = False
+        self._callbacks: list[Callable[[Any], None]] = []
+
+    # -- what the servicer reads ---------------------------------------------------------------
+
+    def invocation_metadata(self) -> Metadata:
+        """Request headers as gRPC metadata."""
+        return self._metadata
+
+    def peer(self) -> str:
+        """``ipv4:host:port`` of the HTTP client, like grpc's."""
+        return self._peer
+
+    def peer_identities(self) -> None:
+        return None
+
+    def peer_identity_key(self) -> None:
+        return None
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return {}
+
+    def time_remaining(self) -> float | None:
+        """Seconds to the deadline, or None without one."""
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - time.monotonic())
+
+    def cancelled(self) -> bool:
+        """True once the client went away or the deadline passed."""
+        return self._cancelled
+
+    def done(self) -> bool:
+        """True once the call has ended, for whatever reason."""
+        return self._done
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        """Run ``callback(self)`` when the call ends (immediately if it already has)."""
+        if self._done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    # -- how the servicer answers --------------------------------------------------------------
+
+    async def send_initial_metadata(self, initial_metadata: Sequence[tuple[str, Any]]) -> None:
+        """Metadata sent as ``Grpc-Metadata-*`` response headers."""
+        if self.headers_sent:
+            raise grpc.aio.UsageError("initial metadata was already sent")
+        self.initial_metadata = tuple(initial_metadata)
+
+    def set_trailing_metadata(self, trailing_metadata: Sequence[tuple[str, Any]]) -> None:
+        """Metadata sent after the reply (headers for unary calls)."""
+        self.trailing_metadata_sent = tuple(trailing_metadata)
+
+    def trailing_metadata(self) -> Metadata:
+        return self.trailing_metadata_sent
+
+    async def abort(
+        self, code: grpc.StatusCode, details: str = "", trailing_metadata: Metadata = ()
+    ) -> NoReturn:
+        """End the call with a status; rich details travel in ``grpc-status-details-bin``."""
+        if code is grpc.StatusCode.OK:
+            raise ValueError("abort() needs a non-OK status code")
+        self.trailing_metadata_sent = tuple(trailing_metadata) or self.trailing_metadata_sent
+        error = RpcAborted(code, details)
+        status = _status_from_metadata(code, details, self.trailing_metadata_sent)
+        if status is not None:
+            error = RpcAborted(code, status.message, status.details)
+        raise error
+
+    async def abort_with_status(self, status: grpc.Status) -> NoReturn:
+        """``abort`` with a ``grpc.Status``, e.g. from ``grpc_status.rpc_status.to_status``."""
+        await self.abort(status.code, status.details, status.trailing_metadata)
+
+    def set_code(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def set_details(self, details: str) -> None:
+        self._details = details
+
+    def code(self) -> grpc.StatusCode | None:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def set_compression(self, compression: grpc.Compression) -> None:
+        """Compression is HTTP's business here; accepted and ignored."""
+
+    def disable_next_message_compression(self) -> None:
+        """Compression is HTTP's business here; accepted and ignored."""
+
+    async def read(self) -> NoReturn:
+        raise grpc.aio.UsageError("read the request iterator; context.read() is not supported")
+
+    async def write(self, message: Any) -> NoReturn:
+        raise grpc.aio.UsageError("yield replies; context.write() is not supported")
+
+    # -- what the router does -----------------------------------------------------------------
+
+    def status_error(self) -> GatewayError | None:
+        """The failure set with ``set_code``/``set_details``, if any."""
+        if self._code is None or self._code is grpc.StatusCode.OK:
+            return None
+        status = _status_from_metadata(self._code, self._details, self.trailing_metadata_sent)
+        if status is not None:
+            return GatewayError.from_status(status)
+        return GatewayError(self._code, self._details)
+
+    def cancel(self) -> None:
+        """Mark the call cancelled (client disconnected or deadline passed) and end it."""
+        self._cancelled = True
+        self.finish()
+
+    def finish(self) -> None:
+        """Mark the call ended and run the done callbacks once."""
+        if self._done:
+            return
+        self._done = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+
+def _status_from_metadata(
+    code: grpc.StatusCode, details: str, metadata: Metadata
+) -> status_pb2.Status | None:
+    """The google.rpc.Status in ``grpc-status-details-bin``, checked like grpcio-status does."""
+    for key, value in metadata:
+        if key == rpc_status.GRPC_DETAILS_METADATA_KEY and isinstance(value, bytes):
+            status = status_pb2.Status.FromString(value)
+            if CODE_BY_NUMBER.get(status.code) is not code:
+                raise ValueError("code in grpc-status-details-bin does not match the abort code")
+            return status
+    return None

@@ -1,0 +1,169 @@
+"""gRPC status codes ↔ HTTP statuses, and the errors the gateway raises and renders.
+
+Every error carries a ``google.rpc.Status`` (code, message, details) and is rendered the same way
+on REST (as Status JSON with the mapped HTTP status) and on gRPC (as status + rich details)::
+
+    GatewayError                 a gRPC status with optional google.rpc details
+    ├── RpcAborted               a servicer ended the call (context.abort / abort_with_status);
+    │                            also a grpc.aio.AbortError, so servicers may treat it as one
+    ├── BadRequest               the request could not become a message (INVALID_ARGUMENT with
+    │                            google.rpc.BadRequest field violations)
+    └── HttpRefusal              refused at the HTTP layer before any RPC: no route (404),
+                                 wrong method (405 + Allow), unsupported media type (415),
+                                 body too large (413)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+
+import grpc
+from google.protobuf import any_pb2, json_format
+from google.rpc import error_details_pb2, status_pb2
+
+# The canonical mapping (google/rpc/code.proto, grpc-gateway): the one table both directions use.
+HTTP_STATUS_BY_CODE: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.OK: 200,
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+}
+CODE_BY_NUMBER: dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.StatusCode}
+INTERNAL_MESSAGE = "internal error"
+
+
+def http_status(code: grpc.StatusCode) -> int:
+    """The HTTP status for a gRPC code."""
+    return HTTP_STATUS_BY_CODE[code]
+
+
+class GatewayError(Exception):
+    """A gRPC status with optional ``google.rpc`` details, renderable on either transport."""
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        message: str,
+        details: Sequence[any_pb2.Any] = (),
+        *,
+        http_status: int | None = None,
+        headers: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = tuple(details)
+        self.http_status = http_status or HTTP_STATUS_BY_CODE[code]
+        self.headers = tuple(headers)
+        if code is grpc.StatusCode.UNAUTHENTICATED:
+            self.headers += (("www-authenticate", "Bearer"),)
+
+    @classmethod
+    def from_status(cls, status: status_pb2.Status) -> GatewayError:
+        """An error carrying a ``google.rpc.Status`` as given."""
+        code = CODE_BY_NUMBER.get(status.code, grpc.StatusCode.UNKNOWN)
+        return cls(code, status.message, status.details)
+
+    def status(self) -> status_pb2.Status:
+        """This error as a ``google.rpc.Status``."""
+        return status_pb2.Status(
+            code=self.code.value[0], message=self.message, details=self.details
+        )
+
+    def status_dict(self, proto_names: bool = True) -> dict[str, object]:
+        """The Status in its JSON form; details whose type is unknown keep their bytes."""
+        details = []
+        for detail in self.details:
+            try:
+                details.append(
+                    json_format.MessageToDict(detail, preserving_proto_field_name=proto_names)
+                )
+            except (TypeError, json_format.Error):  # type not in the descriptor pool
+                details.append({"@type": detail.type_url, "value": _b64(detail.value)})
+        return {"code": self.code.value[0], "message": self.message, "details": details}
+
+    def status_json(self, proto_names: bool = True) -> bytes:
+        """The Status as UTF-8 JSON."""
+        return json.dumps(self.status_dict(proto_names), separators=(",", ":")).encode()
+
+
+class RpcAborted(GatewayError, grpc.aio.AbortError):
+    """A servicer aborted the call through its context."""
+
+
+class BadRequest(GatewayError):
+    """Input that cannot become the request message: INVALID_ARGUMENT naming the field."""
+
+    def __init__(self, message: str, violations: Iterable[tuple[str, str]] = ()) -> None:
+        detail = any_pb2.Any()
+        detail.Pack(
+            error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(field=f, description=d)
+                    for f, d in violations
+                ]
+            )
+        )
+        super().__init__(grpc.StatusCode.INVALID_ARGUMENT, message, [detail])
+
+
+class HttpRefusal(GatewayError):
+    """A request refused by HTTP rules before it reached any RPC."""
+
+
+def not_found(path: str) -> HttpRefusal:
+    """No route for the path: 404."""
+    return HttpRefusal(grpc.StatusCode.NOT_FOUND, f"no route for {path}")
+
+
+def method_not_allowed(method: str, path: str, allow: Iterable[str]) -> HttpRefusal:
+    """The path is served but not for this HTTP method: 405 with ``Allow``."""
+    allowed = ", ".join(sorted(set(allow)))
+    return HttpRefusal(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"{method} is not allowed on {path}; allowed: {allowed}",
+        http_status=405,
+        headers=[("allow", allowed)],
+    )
+
+
+def unsupported_media_type(content_type: str, expected: str) -> HttpRefusal:
+    """A body in a content type the route does not read: 415."""
+    return HttpRefusal(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"content type {content_type or '(none)'} is not supported; send {expected}",
+        http_status=415,
+    )
+
+
+def body_too_large(limit: int) -> HttpRefusal:
+    """A request body over the configured limit: 413."""
+    return HttpRefusal(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"request body exceeds the limit of {limit} bytes",
+        http_status=413,
+    )
+
+
+def internal_error() -> GatewayError:
+    """What an unexpected exception becomes: INTERNAL with a message that leaks nothing."""
+    return GatewayError(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

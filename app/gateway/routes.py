@@ -1,0 +1,633 @@
+"""The HTTP side of every RPC: one precompiled ASGI dispatcher over the registry's bindings.
+
+Per-request work is a trie lookup, JSON ↔ message conversion and the servicer call; everything
+per method (plans, bound servicer methods) is computed once. FastAPI only hosts it (see
+:func:`create_app`), so its per-route machinery never runs on an RPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import grpc
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
+from starlette.types import Receive, Scope, Send
+
+from app.gateway import streaming
+from app.gateway.codec import (
+    JsonOptions,
+    dump_json,
+    field_key,
+    load_json,
+    parse_into,
+    resolve_field_path,
+    set_text_value,
+    to_dict,
+)
+from app.gateway.context import GatewayContext, Metadata, current_identity
+from app.gateway.errors import (
+    BadRequest,
+    GatewayError,
+    body_too_large,
+    internal_error,
+    method_not_allowed,
+    not_found,
+    unsupported_media_type,
+)
+from app.gateway.http_rules import (
+    MethodNotAllowed,
+    NoRoute,
+    RouteMatch,
+    RouteTable,
+    build_route_table,
+)
+from app.gateway.registry import Method, Registry
+
+log = logging.getLogger("portico.gateway")
+
+# Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
+Authenticate = Callable[[Method, Metadata], Awaitable[object]]
+
+_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    """Transport policy for the HTTP side; ``main`` fills it from ``Settings``."""
+
+    json: JsonOptions = field(default_factory=JsonOptions)
+    max_body_bytes: int = 4 * 1024 * 1024
+    cors_origins: tuple[str, ...] = ()
+    authenticate: Authenticate | None = None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A request on its way to a servicer: everything but the message."""
+
+    method: Method
+    metadata: Metadata
+    request_id: str
+    peer: str
+    deadline: float | None
+    headers: dict[bytes, bytes]
+
+
+class RpcDispatcher:
+    """ASGI app serving every binding of every method in ``registry`` from ``servicers``."""
+
+    def __init__(
+        self, registry: Registry, servicers: Mapping[str, object], options: GatewayOptions
+    ) -> None:
+        self.options = options
+        self.routes: RouteTable = build_route_table(registry)
+        # Bound servicer methods, looked up once; a missing servicer answers UNIMPLEMENTED.
+        self._handlers: dict[str, Callable[..., Any] | None] = {
+            m.grpc_path: getattr(servicers.get(m.service), m.name, None) for m in registry
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        request_id = _request_id(headers)
+        try:
+            match = self.routes.match(
+                scope["method"],
+                _raw_path(scope),
+            )
+        except NoRoute:
+            await self._send_error(send, not_found(scope["path"]), request_id)
+            return
+        except MethodNotAllowed as exc:
+            error = method_not_allowed(scope["method"], scope["path"], exc.allow)
+            await self._send_error(send, error, request_id)
+            return
+        try:
+            call = self._call(match.plan.method, headers, request_id, scope)
+        except GatewayError as exc:
+            await self._send_error(send, exc, request_id)
+            return
+        if match.plan.method.kind == "unary":
+            await self._unary(call, match, scope, receive, send)
+        else:
+            await self._streaming(call, match, scope, receive, send)
+
+    # -- unary --------------------------------------------------------------------------------
+
+    async def _unary(
+        self, call: _Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        context = GatewayContext(call.metadata, call.peer, call.deadline)
+        try:
+            body = b""
+            if match.plan.body:
+                _check_content_type(call.headers, b"application/json")
+                body = await _read_body(receive, call.headers, self.options.max_body_bytes)
+            request = self._request(match, scope, body)
+            reply = await self._invoke(call, context, request)
+        except GatewayError as exc:
+            await self._send_error(send, exc, call.request_id, context)
+            return
+        payload = self._reply_json(match, reply)
+        await _send(send, 200, b"application/json", payload, call.request_id, context)
+
+    async def _invoke(self, call: _Call, context: GatewayContext, request: Any) -> Any:
+        """Authenticate, run the servicer under the deadline, and turn every ending into a reply."""
+        handler = self._handler(call.method)
+        await self._authenticate(call)
+        try:
+            if call.deadline is None:
+                reply = await handler(request, context)
+            else:
+                async with asyncio.timeout_at(_loop_time(call.deadline)):
+                    reply = await handler(request, context)
+        except GatewayError:
+            raise
+        except TimeoutError as exc:
+            if context.time_remaining() == 0:
+                context.cancel()
+                raise GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded") from exc
+            raise self._unexpected(call, context, exc) from exc
+        except Exception as exc:
+            raise self._unexpected(call, context, exc) from exc
+        finally:
+            context.finish()
+        error = context.status_error()
+        if error is not None:
+            raise error
+        if not isinstance(reply, call.method.output_type):
+            log.error(
+                "%s returned %r (request id %s)",
+                call.method.full_name,
+                type(reply),
+                call.request_id,
+            )
+            raise internal_error()
+        return reply
+
+    def _unexpected(self, call: _Call, context: GatewayContext, exc: Exception) -> GatewayError:
+        # A status set before raising (as generated base servicers do) is what grpc reports too.
+        error = context.status_error()
+        if error is not None:
+            return error
+        log.error(
+            "unexpected error in %s (request id %s)",
+            call.method.full_name,
+            call.request_id,
+            exc_info=exc,
+        )
+        return internal_error()
+
+    def _handler(self, method: Method) -> Callable[..., Any]:
+        handler = self._handlers[method.grpc_path]
+        if handler is None:
+            raise GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served")
+        return handler
+
+    async def _authenticate(self, call: _Call) -> None:
+        if self.options.authenticate is not None:
+            current_identity.set(await self.options.authenticate(call.method, call.metadata))
+
+    # -- streaming ----------------------------------------------------------------------------
+
+    async def _streaming(
+        self, call: _Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        context = GatewayContext(call.metadata, call.peer, call.deadline)
+        worker = asyncio.ensure_future(
+            self._stream_call(call, match, scope, send, context, receive)
+        )
+        try:
+            await worker
+        except asyncio.CancelledError:
+            if not worker.cancelled():
+                raise  # we were cancelled ourselves, not by a disconnect
+
+    async def _stream_call(
+        self,
+        call: _Call,
+        match: RouteMatch,
+        scope: Scope,
+        send: Send,
+        context: GatewayContext,
+        receive: Receive,
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_disconnect() -> None:
+            context.cancel()
+            task.cancel()
+
+        pump = streaming.InboundPump(receive, on_disconnect)
+        pump.start()
+        method = call.method
+        framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
+        started = False
+        try:
+            if method.client_streaming:
+                _check_content_type(call.headers, b"application/x-ndjson", b"application/json")
+                request: Any = streaming.ndjson_messages(
+                    pump.payloads(),
+                    method.input_type,
+                    self.options.json,
+                    self.options.max_body_bytes,
+                )
+            else:
+                if match.plan.body:
+                    _check_content_type(call.headers, b"application/json")
+                _check_length(call.headers, self.options.max_body_bytes)
+                body = await pump.read_body(self.options.max_body_bytes)
+                request = self._request(match, scope, body)
+            if not method.server_streaming:
+                reply = await self._invoke(call, context, request)
+                payload = self._reply_json(match, reply)
+                await _send(send, 200, b"application/json", payload, call.request_id, context)
+                return
+            handler = self._handler(method)
+            await self._authenticate(call)
+            replies = handler(request, context).__aiter__()
+            async with asyncio.timeout_at(
+                None if call.deadline is None else _loop_time(call.deadline)
+            ):
+                async for reply in replies:
+                    frame = framing.result(self._reply_value(match, reply))
+                    if not started:
+                        started = True
+                        context.headers_sent = True
+                        await _start(send, 200, framing.content_type, call.request_id, context)
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+            error = context.status_error()
+        except GatewayError as exc:
+            error = exc
+        except TimeoutError:
+            context.cancel()
+            error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+        except Exception as exc:
+            error = self._unexpected(call, context, exc)
+        finally:
+            context.finish()
+            pump.stop()
+        if not started:
+            if error is not None:
+                await self._send_error(send, error, call.request_id, context)
+                return
+            await _start(send, 200, framing.content_type, call.request_id, context)
+        tail = b"" if error is None else framing.error(error, self.options.json)
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A bidirectional (or any streaming) RPC over a WebSocket on one of its HTTP paths."""
+        if (await receive())["type"] != "websocket.connect":
+            return
+        headers = dict(scope["headers"])
+        request_id = _request_id(headers)
+        plans = self.routes.methods_for_path(_raw_path(scope))
+        streaming_plans = [
+            p for p in plans.values() if p.method.client_streaming and p.method.server_streaming
+        ]
+        if not streaming_plans:
+            await send(
+                {"type": "websocket.close", "code": 1008, "reason": "no bidirectional RPC here"}
+            )
+            return
+        plan = streaming_plans[0]
+        try:
+            call = self._call(plan.method, headers, request_id, scope)
+        except GatewayError as exc:
+            await send({"type": "websocket.close", "code": 1008, "reason": exc.message[:120]})
+            return
+        await send(
+            {"type": "websocket.accept", "headers": [(b"x-request-id", request_id.encode())]}
+        )
+        context = GatewayContext(call.metadata, call.peer, call.deadline)
+        worker = asyncio.ensure_future(self._websocket_call(call, plan, send, context, receive))
+        try:
+            await worker
+        except asyncio.CancelledError:
+            if not worker.cancelled():
+                raise
+
+    async def _websocket_call(
+        self, call: _Call, plan: Any, send: Send, context: GatewayContext, receive: Receive
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_disconnect() -> None:
+            context.cancel()
+            task.cancel()
+
+        pump = streaming.InboundPump(receive, on_disconnect)
+        pump.start()
+        match = RouteMatch(plan, ())
+        error: GatewayError | None = None
+        try:
+            requests = streaming.ndjson_messages(
+                pump.payloads(),
+                call.method.input_type,
+                self.options.json,
+                self.options.max_body_bytes,
+            )
+            handler = self._handler(call.method)
+            await self._authenticate(call)
+            async for reply in handler(requests, context).__aiter__():
+                text = dump_json({"result": self._reply_value(match, reply)}).decode()
+                await send({"type": "websocket.send", "text": text})
+            error = context.status_error()
+        except GatewayError as exc:
+            error = exc
+        except Exception as exc:
+            error = self._unexpected(call, context, exc)
+        finally:
+            context.finish()
+            pump.stop()
+        if error is not None:
+            status = error.status_dict(self.options.json.proto_names)
+            await send({"type": "websocket.send", "text": dump_json({"error": status}).decode()})
+        await send({"type": "websocket.close", "code": 1000})
+
+    # -- requests and replies -----------------------------------------------------------------
+
+    def _call(
+        self, method: Method, headers: dict[bytes, bytes], request_id: str, scope: Scope
+    ) -> _Call:
+        client = scope.get("client")
+        peer = ""
+        if client:
+            host, port = client[0], client[1]
+            peer = f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
+        metadata, deadline = _metadata(headers, request_id)
+        return _Call(method, metadata, request_id, peer, deadline, headers)
+
+    def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Any:
+        """The request message: body, then path variables, then query parameters."""
+        plan = match.plan
+        options = self.options.json
+        request = plan.method.input_type()
+        if body:
+            value = load_json(body)
+            if plan.body == "*":
+                parse_into(value, request, options)
+            else:
+                parse_into({plan.body: value}, request, options)
+        tree: dict[str, Any] = {}
+        for fields, text in match.path_values:
+            set_text_value(tree, fields, text, repeat=False)
+        query = scope.get("query_string", b"")
+        if query:
+            self._bind_query(plan, request.DESCRIPTOR, query, tree)
+        if tree:
+            parse_into(tree, request, JsonOptions(options.proto_names, ignore_unknown=False))
+        return request
+
+    def _bind_query(self, plan: Any, desc: Any, query: bytes, tree: dict[str, Any]) -> None:
+        try:
+            pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise BadRequest(f"query string is not valid UTF-8: {exc}") from exc
+        seen: set[str] = set()
+        for key, text in pairs:
+            fields = resolve_field_path(desc, key, self.options.json.ignore_unknown)
+            if fields is None:
+                continue
+            name = ".".join(f.name for f in fields)
+            if _is_bound(name, plan.bound):
+                raise BadRequest(
+                    f"query parameter {key!r} sets a field the path or body already binds",
+                    [(key, "bound by the path or the body")],
+                )
+            set_text_value(tree, fields, text, repeat=name in seen)
+            seen.add(name)
+
+    def _reply_value(self, match: RouteMatch, reply: Any) -> Any:
+        value = to_dict(reply, self.options.json)
+        response_body = match.plan.response_body
+        if response_body:
+            desc = reply.DESCRIPTOR.fields_by_name[response_body]
+            return value.get(field_key(desc, self.options.json))
+        return value
+
+    def _reply_json(self, match: RouteMatch, reply: Any) -> bytes:
+        return dump_json(self._reply_value(match, reply))
+
+    async def _send_error(
+        self,
+        send: Send,
+        error: GatewayError,
+        request_id: str,
+        context: GatewayContext | None = None,
+    ) -> None:
+        payload = error.status_json(self.options.json.proto_names)
+        await _send(
+            send,
+            error.http_status,
+            b"application/json",
+            payload,
+            request_id,
+            context,
+            error.headers,
+        )
+
+
+def _raw_path(scope: Scope) -> str:
+    # Routing needs the undecoded path (an encoded "/" inside a variable is not a separator);
+    # some servers put the query string in raw_path too.
+    raw = scope.get("raw_path")
+    if not raw:
+        return scope["path"]
+    return raw.decode("latin-1").split("?", 1)[0]
+
+
+def _is_bound(name: str, bound: frozenset[str]) -> bool:
+    if "*" in bound:
+        return True
+    return any(name == b or name.startswith(b + ".") or b.startswith(name + ".") for b in bound)
+
+
+def _request_id(headers: dict[bytes, bytes]) -> str:
+    given = headers.get(b"x-request-id")
+    if given and len(given) <= 128:
+        return given.decode("latin-1")
+    return uuid.uuid4().hex
+
+
+def _metadata(headers: dict[bytes, bytes], request_id: str) -> tuple[Metadata, float | None]:
+    """gRPC metadata and the deadline from HTTP headers."""
+    metadata: list[tuple[str, str | bytes]] = [("x-request-id", request_id)]
+    deadline = None
+    for raw_key, raw_value in headers.items():
+        key = raw_key.decode("latin-1")
+        value = raw_value.decode("latin-1")
+        if key == "authorization":
+            metadata.append((key, value))
+        elif key.startswith("grpc-metadata-"):
+            name = key[len("grpc-metadata-") :]
+            if name.endswith("-bin"):
+                try:
+                    metadata.append(
+                        (name, base64.b64decode(value + "=" * (-len(value) % 4), validate=True))
+                    )
+                except binascii.Error as exc:
+                    raise BadRequest(f"header {key} is not base64", [(key, "not base64")]) from exc
+            else:
+                metadata.append((name, value))
+        elif key == "grpc-timeout":
+            deadline = time.monotonic() + _timeout_seconds(value)
+    return tuple(metadata), deadline
+
+
+def _timeout_seconds(value: str) -> float:
+    unit = _TIMEOUT_UNITS.get(value[-1:])
+    digits = value[:-1]
+    if unit is None or not digits.isdigit() or len(digits) > 8:
+        raise BadRequest(
+            f"grpc-timeout {value!r} is not like 10S or 500m", [("grpc-timeout", "bad format")]
+        )
+    return int(digits) * unit
+
+
+def _loop_time(deadline: float) -> float:
+    # Deadlines are time.monotonic() values; the loop clock may differ.
+    return asyncio.get_running_loop().time() + (deadline - time.monotonic())
+
+
+def _check_content_type(headers: dict[bytes, bytes], *accepted: bytes) -> None:
+    content_type = headers.get(b"content-type")
+    if content_type is None:
+        return  # curl without -H; the body must still be JSON
+    mime = content_type.split(b";", 1)[0].strip().lower()
+    if mime not in accepted:
+        raise unsupported_media_type(content_type.decode("latin-1"), accepted[0].decode())
+
+
+def _check_length(headers: dict[bytes, bytes], limit: int) -> None:
+    length = headers.get(b"content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise body_too_large(limit)
+
+
+async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -> bytes:
+    _check_length(headers, limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            raise GatewayError(grpc.StatusCode.CANCELLED, "client went away")
+        chunk = event.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise body_too_large(limit)
+        chunks.append(chunk)
+        if not event.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _response_headers(
+    content_type: bytes,
+    request_id: str,
+    context: GatewayContext | None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> list[tuple[bytes, bytes]]:
+    headers = [(b"content-type", content_type), (b"x-request-id", request_id.encode("latin-1"))]
+    if context is not None:
+        for key, value in (*context.initial_metadata, *context.trailing_metadata_sent):
+            if key == "grpc-status-details-bin":
+                continue  # already the Status body
+            text = base64.b64encode(value).decode() if isinstance(value, bytes) else value
+            headers.append((b"grpc-metadata-" + key.encode("latin-1"), text.encode("latin-1")))
+    headers.extend((k.encode(), v.encode("latin-1")) for k, v in extra)
+    return headers
+
+
+async def _start(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    request_id: str,
+    context: GatewayContext | None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> None:
+    headers = _response_headers(content_type, request_id, context, extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+async def _send(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    payload: bytes,
+    request_id: str,
+    context: GatewayContext | None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> None:
+    await _start(send, status, content_type, request_id, context, extra)
+    await send({"type": "http.response.body", "body": payload})
+
+
+class RpcRoute(BaseRoute):
+    """A catch-all Starlette route handing every request to the dispatcher (registered last)."""
+
+    def __init__(self, dispatcher: RpcDispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] in ("http", "websocket"):
+            return Match.FULL, {}
+        return Match.NONE, {}
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+        from starlette.routing import NoMatchFound
+
+        raise NoMatchFound(name, path_params)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.dispatcher(scope, receive, send)
+
+
+def create_app(
+    registry: Registry,
+    servicers: Mapping[str, object],
+    options: GatewayOptions | None = None,
+    ready: Callable[[], bool] | None = None,
+) -> FastAPI:
+    """The FastAPI app: ``/healthz``, ``/readyz``, then every RPC binding via one dispatcher."""
+    options = options or GatewayOptions()
+    app = FastAPI(title="Portico", openapi_url=None, docs_url=None, redoc_url=None)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> JSONResponse:
+        if ready is not None and not ready():
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    app.state.dispatcher = RpcDispatcher(registry, servicers, options)
+    app.router.routes.append(RpcRoute(app.state.dispatcher))
+    if options.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(options.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["x-request-id"],
+        )
+    return app

@@ -1,0 +1,151 @@
+"""The grpc.aio server: the registry's methods on the same servicer instances, plus reflection
+and health.
+
+Handlers are built generically from the registry (no generated ``add_*_to_server`` needed), each
+wrapped so that an unexpected exception becomes INTERNAL with a generic message, exactly as on
+the REST side, and so that the optional authenticate hook runs for every call.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from grpc_status import rpc_status
+
+from app.gateway.context import current_identity
+from app.gateway.errors import INTERNAL_MESSAGE, GatewayError
+from app.gateway.registry import Method, Registry
+from app.gateway.routes import Authenticate
+
+log = logging.getLogger("portico.grpc")
+
+_HANDLER_FACTORIES = {
+    "unary": grpc.unary_unary_rpc_method_handler,
+    "server_streaming": grpc.unary_stream_rpc_method_handler,
+    "client_streaming": grpc.stream_unary_rpc_method_handler,
+    "bidi_streaming": grpc.stream_stream_rpc_method_handler,
+}
+
+
+def create_server(
+    address: str,
+    registry: Registry,
+    servicers: Mapping[str, object],
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    authenticate: Authenticate | None = None,
+) -> tuple[grpc.aio.Server, int]:
+    """A server bound to ``address`` (port 0 picks a free one) serving every registered method
+    that has a servicer; returns it unstarted with the bound port."""
+    server = grpc.aio.server(interceptors=tuple(interceptors))
+    served: list[str] = []
+    for service in registry.services:
+        servicer = servicers.get(service.full_name)
+        if servicer is None:
+            continue
+        handlers = {
+            method.name: _method_handler(method, getattr(servicer, method.name), authenticate)
+            for method in service.methods
+        }
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+        )
+        served.append(service.full_name)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (*served, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(address)
+    server.health = health_servicer  # type: ignore[attr-defined]
+    server.served_services = tuple(served)  # type: ignore[attr-defined]
+    return server, port
+
+
+async def start(server: grpc.aio.Server) -> None:
+    """Start serving and report every service (and the server as a whole) SERVING."""
+    await server.start()
+    health_servicer = server.health  # type: ignore[attr-defined]
+    for name in ("", *server.served_services):  # type: ignore[attr-defined]
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+
+async def stop(server: grpc.aio.Server, grace: float = 5.0) -> None:
+    """Report NOT_SERVING, then let in-flight calls finish for up to ``grace`` seconds."""
+    await server.health.enter_graceful_shutdown()  # type: ignore[attr-defined]
+    await server.stop(grace)
+
+
+def _method_handler(
+    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate | None
+) -> grpc.RpcMethodHandler:
+    factory = _HANDLER_FACTORIES[method.kind]
+    if method.server_streaming:
+        wrapped: Callable[..., Any] = _guard_stream(method, behaviour, authenticate)
+    else:
+        wrapped = _guard_unary(method, behaviour, authenticate)
+    return factory(
+        wrapped,
+        request_deserializer=method.input_type.FromString,
+        response_serializer=method.output_type.SerializeToString,
+    )
+
+
+def _guard_unary(
+    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate | None
+) -> Callable[..., Any]:
+    async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            await _authenticate(method, context, authenticate)
+            return await behaviour(request, context)
+        except Exception as exc:
+            await _fail(method, context, exc)
+
+    return guarded
+
+
+def _guard_stream(
+    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate | None
+) -> Callable[..., Any]:
+    async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            await _authenticate(method, context, authenticate)
+            async for reply in behaviour(request, context):
+                yield reply
+        except Exception as exc:
+            await _fail(method, context, exc)
+
+    return guarded
+
+
+async def _authenticate(
+    method: Method, context: grpc.aio.ServicerContext, authenticate: Authenticate | None
+) -> None:
+    if authenticate is not None:
+        current_identity.set(await authenticate(method, tuple(context.invocation_metadata() or ())))
+
+
+async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exception) -> None:
+    """Re-raise aborts; turn anything else into INTERNAL without leaking its text."""
+    if isinstance(exc, grpc.aio.AbortError):
+        raise exc
+    if isinstance(exc, GatewayError):  # e.g. the authenticate hook refusing
+        await context.abort_with_status(rpc_status.to_status(exc.status()))
+    code = context.code()
+    if code not in (None, grpc.StatusCode.OK):
+        raise exc  # a status set before raising is what the client sees, as in grpc itself
+    request_id = _request_id(context)
+    log.error("unexpected error in %s (request id %s)", method.full_name, request_id, exc_info=exc)
+    await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)
+
+
+def _request_id(context: grpc.aio.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-request-id" and isinstance(value, str):
+            return value
+    return uuid.uuid4().hex

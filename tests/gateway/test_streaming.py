@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+from app.gateway.routes import GatewayOptions, create_app
+
+from .conftest import run, serving, shelf_registry, uvicorn_serving
+from .shelf import SERVICE, ShelfServicer, pb
+
+
+def lines(response: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in response.text.splitlines() if line]
+
+
+def test_server_stream_as_ndjson() -> None:
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.get("/v1/shelves/s1/things", params={"count": 3})
+
+    response = run(check())
+    assert response.headers["content-type"] == "application/x-ndjson"
+    names = [item["result"]["name"] for item in lines(response)]
+    assert names == ["shelves/s1/things/0", "shelves/s1/things/1", "shelves/s1/things/2"]
+
+
+def test_server_stream_failure_midway_is_a_final_error_line() -> None:
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.get(
+                "/v1/shelves/s1/things", params={"count": 5, "fail": "true", "fail_after": 2}
+            )
+
+    response = run(check())
+    assert response.status_code == 200
+    items = lines(response)
+    assert [("result" in item) for item in items] == [True, True, False]
+    assert items[-1]["error"] == {"code": 9, "message": "stopped at 2", "details": []}
+
+
+def test_server_stream_failure_before_the_first_message_gets_its_http_status() -> None:
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.get(
+                "/v1/shelves/s1/things", params={"count": 5, "fail": "true", "fail_after": 0}
+            )
+
+    response = run(check())
+    assert response.status_code == 400
+    assert response.json()["code"] == 9
+
+
+def test_server_stream_as_sse() -> None:
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.get(
+                "/v1/shelves/s1/things",
+                params={"count": 2, "fail": "true", "fail_after": 1},
+                headers={"accept": "text/event-stream"},
+            )
+
+    response = run(check())
+    assert response.headers["content-type"] == "text/event-stream"
+    events = response.text.split("\n\n")
+    assert events[0].startswith("data: {")
+    assert json.loads(events[0][len("data: ") :])["result"]["count"] == 0
+    assert events[1].startswith("event: error\ndata: ")
+
+
+def test_client_stream_from_ndjson_body() -> None:
+    body = b'{"name": "a"}\n\n{"name": "b"}\n{"name": "c"}'
+
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.post(
+                "/v1/things:collect", content=body, headers={"content-type": "application/x-ndjson"}
+            )
+
+    response = run(check())
+    assert response.json() == {"count": 3, "names": ["a", "b", "c"]}
+
+
+def test_client_stream_bad_line_is_400_naming_the_line() -> None:
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.post(
+                "/v1/things:collect", content=b'{"name": "a"}\n{"nope": 1}\n'
+            )
+
+    response = run(check())
+    assert response.status_code == 400
+    assert "nope" in response.json()["message"]
+
+
+def test_bidi_half_duplex_over_post() -> None:
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.post(
+                "/v1/things:chat", content=b'{"name": "a"}\n{"name": "b"}\n'
+            )
+
+    response = run(check())
+    assert [item["result"]["name"] for item in lines(response)] == ["A", "B"]
+
+
+def test_streams_agree_with_grpc() -> None:
+    async def check() -> None:
+        async with serving() as served:
+            rest = await served.http.get("/v1/shelves/s1/things", params={"count": 2})
+            grpc_replies = [
+                r
+                async for r in served.stub.ListThings(
+                    pb.ListThingsRequest(parent="shelves/s1", count=2)
+                )
+            ]
+            assert [item["result"]["name"] for item in lines(rest)] == [
+                r.name for r in grpc_replies
+            ]
+            summary = await served.stub.CollectThings(iter([pb.Thing(name="a")]))
+            rest = await served.http.post("/v1/things:collect", content=b'{"name": "a"}')
+            assert rest.json() == {"count": summary.count, "names": list(summary.names)}
+            call = served.stub.ChatThings(iter([pb.Thing(name="x"), pb.Thing(name="fail")]))
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                _ = [r async for r in call]
+            rest = await served.http.post(
+                "/v1/things:chat", content=b'{"name": "x"}\n{"name": "fail"}'
+            )
+            assert lines(rest)[-1]["error"]["code"] == caught.value.code().value[0]
+            assert lines(rest)[-1]["error"]["message"] == caught.value.details()
+
+    run(check())
+
+
+def live_app(servicer: ShelfServicer) -> Any:
+    return create_app(shelf_registry(), {SERVICE: servicer}, GatewayOptions())
+
+
+def test_messages_are_flushed_as_produced_and_disconnect_cancels() -> None:
+    servicer = ShelfServicer()
+
+    async def check() -> None:
+        async with uvicorn_serving(live_app(servicer)) as address, httpx.AsyncClient() as client:
+            url = f"http://{address}/v1/shelves/s1/things"
+            params = {"count": 1000, "delay_ms": 50}
+            async with client.stream("GET", url, params=params) as response:
+                first = await asyncio.wait_for(anext(response.aiter_lines()), 2)
+                assert json.loads(first)["result"]["count"] == 0
+            await asyncio.wait_for(servicer.stream_cancelled.wait(), 5)
+            assert not servicer.stream_done
+
+    run(check())
+
+
+def test_bidi_over_websocket() -> None:
+    servicer = ShelfServicer()
+
+    async def check() -> None:
+        async with uvicorn_serving(live_app(servicer)) as address:
+            async with connect(f"ws://{address}/v1/things:chat") as socket:
+                await socket.send(json.dumps({"name": "a"}))
+                assert json.loads(await socket.recv())["result"]["name"] == "A"
+                await socket.send(json.dumps({"name": "b"}))
+                assert json.loads(await socket.recv())["result"]["name"] == "B"
+                await socket.send(json.dumps({"name": "fail"}))
+                assert json.loads(await socket.recv())["error"]["code"] == 10
+            async with connect(f"ws://{address}/v1/things:chat") as socket:
+                await socket.send(json.dumps({"name": "c"}))
+                await socket.send("")  # half-close
+                replies = [json.loads(message) async for message in socket]
+                assert replies == [{"result": json.loads(json.dumps(replies[0]["result"]))}]
+                assert replies[0]["result"]["name"] == "C"
+
+    run(check())

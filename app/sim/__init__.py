@@ -1,0 +1,1 @@
+"""Simulated infrastructure: the clock, MaaS machines, kubeconfigs and a Ceph cluster."""

@@ -1,0 +1,424 @@
+"""The MaaS machine provider: allocate, deploy, upgrade and release bare-metal machines.
+
+A :class:`Machine` is plain, serializable data; the provider never keeps machines in memory.
+Callers persist machines and hand them back with the current clock step to :meth:`advance`,
+which is a pure function of (machine, step) — advancing one step at a time or jumping many steps
+at once (after a restart) yields the same machine. Lifecycle, with durations in clock steps::
+
+    Allocated ─▶ Deploying ─┬─▶ Deployed/NotReady ─▶ Deployed/Ready
+                            │                          ⇅ upgrade
+                            │                        Deployed/Ready,SchedulingDisabled
+                            └─▶ Failed deployment
+    any phase ─release─▶ Releasing ─▶ Released
+
+Which machines fail deployment is decided at allocation by :class:`FaultInjection`: a hash of
+the seed and the machine's system id, so the same machines fail on every run.
+
+Errors::
+
+    MachineProviderError
+    ├── IpPoolExhausted          no free address left in the pool
+    └── MachineTransitionError   the machine's phase does not allow the request
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any, Protocol
+
+import gen  # noqa: F401  (puts the generated packages on the import path)
+
+from cnct.kaas.api import api_pb2
+
+DEFAULT_CIDR = "10.20.0.0/16"
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+class MachineProviderError(Exception):
+    """Base of every error the machine provider raises."""
+
+
+class IpPoolExhausted(MachineProviderError):
+    """The pool has fewer free addresses than machines requested."""
+
+
+class MachineTransitionError(MachineProviderError):
+    """The machine's current phase does not allow the requested change."""
+
+
+class Role(StrEnum):
+    """The Kubernetes role a machine is deployed for."""
+
+    CONTROL_PLANE = "control-plane"
+    WORKER = "worker"
+
+
+class Phase(StrEnum):
+    """Where a machine is in its lifecycle; MaaS and Kubernetes statuses derive from it."""
+
+    ALLOCATED = "allocated"
+    DEPLOYING = "deploying"
+    JOINING = "joining"
+    READY = "ready"
+    UPGRADING = "upgrading"
+    FAILED = "failed"
+    RELEASING = "releasing"
+    RELEASED = "released"
+
+
+# MaaS's own status names; "Released" stands for MaaS's "Ready" (back in the free pool),
+# which would read as a Kubernetes state here.
+MAAS_STATUS: Mapping[Phase, str] = {
+    Phase.ALLOCATED: "Allocated",
+    Phase.DEPLOYING: "Deploying",
+    Phase.JOINING: "Deployed",
+    Phase.READY: "Deployed",
+    Phase.UPGRADING: "Deployed",
+    Phase.FAILED: "Failed deployment",
+    Phase.RELEASING: "Releasing",
+    Phase.RELEASED: "Released",
+}
+
+# kubectl's STATUS column; an upgrading node is cordoned while it is drained and upgraded.
+K8S_NODE_STATUS: Mapping[Phase, str] = {
+    Phase.ALLOCATED: "NotReady",
+    Phase.DEPLOYING: "NotReady",
+    Phase.JOINING: "NotReady",
+    Phase.READY: "Ready",
+    Phase.UPGRADING: "Ready,SchedulingDisabled",
+    Phase.FAILED: "NotReady",
+    Phase.RELEASING: "NotReady",
+    Phase.RELEASED: "NotReady",
+}
+
+_DEPLOYMENT_FAULTS = (
+    "the machine did not PXE boot before the deployment timeout",
+    "curtin could not write the OS image to /dev/sda",
+    "the BMC stopped answering IPMI power queries",
+    "cloud-init reported an error on first boot",
+    "the kubelet could not reach the API server to join the cluster",
+)
+
+
+def _digest(*parts: object) -> bytes:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+
+
+def _unit_interval(*parts: object) -> float:
+    """A number in [0, 1) fixed by ``parts``: the simulation's only source of variation."""
+    return int.from_bytes(_digest(*parts)[:8], "big") / 2**64
+
+
+def system_id_for(cluster: str, pool: str, index: int) -> str:
+    """The 6-character MaaS system id of a cluster's pool machine; stable across restarts."""
+    number = int.from_bytes(_digest("system-id", cluster, pool, index)[:8], "big")
+    chars = []
+    for _ in range(6):
+        number, digit = divmod(number, 36)
+        chars.append(_BASE36[digit])
+    return "".join(chars)
+
+
+def hostname_for(cluster: str, pool: str, index: int) -> str:
+    """The machine's hostname, ``<cluster>-<pool>-<index>``."""
+    return f"{cluster}-{pool}-{index}"
+
+
+@dataclass(frozen=True)
+class MachineRequest:
+    """One machine a cluster wants: which pool, which slot in it, and what to deploy."""
+
+    cluster: str
+    pool: str
+    index: int
+    k8s_version: str
+    role: Role = Role.WORKER
+    instance_type: str = "standard"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine as MaaS and Kubernetes see it; plain data, safe to persist and resume."""
+
+    system_id: str
+    hostname: str
+    cluster: str
+    pool: str
+    index: int
+    role: Role
+    instance_type: str
+    ip: str
+    k8s_version: str
+    phase: Phase
+    # The step the current phase began; durations count from here.
+    phase_started: int
+    target_version: str = ""
+    fails_deployment: bool = False
+    failure_reason: str = ""
+
+    @property
+    def maas_status(self) -> str:
+        """The MaaS node status (``Deployed``, ``Failed deployment``, ...)."""
+        return MAAS_STATUS[self.phase]
+
+    @property
+    def k8s_status(self) -> str:
+        """The Kubernetes node status (``Ready``, ``NotReady``, ...)."""
+        return K8S_NODE_STATUS[self.phase]
+
+    @property
+    def is_ready(self) -> bool:
+        """Deployed, joined and not being upgraded."""
+        return self.phase is Phase.READY
+
+    @property
+    def is_failed(self) -> bool:
+        """Deployment failed; :attr:`failure_reason` says why."""
+        return self.phase is Phase.FAILED
+
+    @property
+    def holds_ip(self) -> bool:
+        """Whether the machine's IP is still taken (everything but a finished release)."""
+        return self.phase is not Phase.RELEASED
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        data = asdict(self)
+        data["role"] = self.role.value
+        data["phase"] = self.phase.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Machine:
+        """Rebuild a machine from :meth:`to_dict` output; unknown keys are ignored."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        try:
+            values["role"] = Role(values["role"])
+            values["phase"] = Phase(values["phase"])
+            return cls(**values)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a stored machine: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class MachineTimings:
+    """How many clock steps each lifecycle phase lasts."""
+
+    allocate_steps: int = 1
+    deploy_steps: int = 3
+    # Machines do not all finish at once: each adds 0..jitter steps, fixed by its system id.
+    deploy_jitter_steps: int = 2
+    join_steps: int = 2
+    upgrade_steps: int = 2
+    release_steps: int = 1
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if getattr(self, f.name) < 0:
+                raise ValueError(f"{f.name} must not be negative")
+
+
+@dataclass(frozen=True)
+class FaultInjection:
+    """Which share of machines fail deployment; the same seed picks the same machines."""
+
+    failure_ratio: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.failure_ratio <= 1.0:
+            raise ValueError(f"failure_ratio must be within [0, 1], got {self.failure_ratio!r}")
+
+    def fails(self, system_id: str) -> bool:
+        """Whether the machine with this system id fails its deployment."""
+        return _unit_interval("fault", self.seed, system_id) < self.failure_ratio
+
+    def reason(self, system_id: str) -> str:
+        """Why the machine failed, chosen deterministically."""
+        pick = int(_unit_interval("fault-reason", self.seed, system_id) * len(_DEPLOYMENT_FAULTS))
+        return _DEPLOYMENT_FAULTS[pick]
+
+
+class IpPool:
+    """Addresses for machines from one subnet; the first host address is the gateway's."""
+
+    def __init__(self, cidr: str = DEFAULT_CIDR) -> None:
+        try:
+            self.network = ipaddress.ip_network(cidr)
+        except ValueError as exc:
+            raise ValueError(f"not a CIDR subnet: {cidr!r} ({exc})") from exc
+
+    @property
+    def capacity(self) -> int:
+        """How many machine addresses the pool has in all."""
+        return max(0, self._host_count() - 1)
+
+    def _host_count(self) -> int:
+        total = self.network.num_addresses
+        # Network and broadcast addresses are not hosts, except in /31, /32 (and IPv6 peers).
+        return total - 2 if total > 2 else total
+
+    def allocate(self, count: int, in_use: Collection[str]) -> list[str]:
+        """The ``count`` lowest free addresses; raises :class:`IpPoolExhausted` if too few."""
+        taken = {ipaddress.ip_address(ip) for ip in in_use}
+        free: list[str] = []
+        if count <= 0:
+            return free
+        hosts = self.network.hosts()
+        next(hosts, None)  # the gateway
+        for address in hosts:
+            if address not in taken:
+                free.append(str(address))
+                if len(free) == count:
+                    return free
+        raise IpPoolExhausted(
+            f"IP pool {self.network} has {len(free)} free address(es) of {self.capacity}; "
+            f"{count} requested"
+        )
+
+
+class MachineProvider(Protocol):
+    """What a cluster manager needs from bare metal; machines are values, never handles."""
+
+    def allocate(
+        self, requests: Sequence[MachineRequest], *, in_use_ips: Collection[str], now: int
+    ) -> list[Machine]: ...
+
+    def advance(self, machine: Machine, now: int) -> Machine: ...
+
+    def upgrade(self, machine: Machine, version: str, now: int) -> Machine: ...
+
+    def release(self, machine: Machine, now: int) -> Machine: ...
+
+    def node_status(self, machine: Machine) -> api_pb2.GetClusterNodesStatusReply.MachineStatus: ...
+
+
+@dataclass(frozen=True)
+class SimulatedMachineProvider:
+    """The embedded provider: machines move through the MaaS lifecycle on clock steps."""
+
+    ip_pool: IpPool = field(default_factory=IpPool)
+    faults: FaultInjection = field(default_factory=FaultInjection)
+    timings: MachineTimings = field(default_factory=MachineTimings)
+
+    def allocate(
+        self, requests: Sequence[MachineRequest], *, in_use_ips: Collection[str], now: int
+    ) -> list[Machine]:
+        """Allocate one machine per request, all or none (IPs are the lowest not in use)."""
+        ips = self.ip_pool.allocate(len(requests), in_use_ips)
+        machines = []
+        for request, ip in zip(requests, ips, strict=True):
+            system_id = system_id_for(request.cluster, request.pool, request.index)
+            fails = self.faults.fails(system_id)
+            machines.append(
+                Machine(
+                    system_id=system_id,
+                    hostname=hostname_for(request.cluster, request.pool, request.index),
+                    cluster=request.cluster,
+                    pool=request.pool,
+                    index=request.index,
+                    role=request.role,
+                    instance_type=request.instance_type,
+                    ip=ip,
+                    k8s_version=request.k8s_version,
+                    phase=Phase.ALLOCATED,
+                    phase_started=now,
+                    fails_deployment=fails,
+                )
+            )
+        return machines
+
+    def advance(self, machine: Machine, now: int) -> Machine:
+        """The machine as it is at step ``now``, passing through every phase due since."""
+        if now < machine.phase_started:
+            # The clock went back (a restart with a longer step): restart the phase rather
+            # than stall until the clock catches up with the stored step.
+            return replace(machine, phase_started=now)
+        while (duration := self._duration(machine)) is not None:
+            ends = machine.phase_started + duration
+            if now < ends:
+                break
+            machine = self._next_phase(machine, ends)
+        return machine
+
+    def upgrade(self, machine: Machine, version: str, now: int) -> Machine:
+        """Start upgrading a ready machine to ``version``; its version changes when done."""
+        if machine.phase is Phase.UPGRADING and machine.target_version == version:
+            return machine
+        if machine.phase is not Phase.READY:
+            raise MachineTransitionError(
+                f"machine {machine.hostname} ({machine.system_id}) cannot be upgraded while "
+                f"{machine.maas_status}/{machine.k8s_status}; it must be Deployed and Ready"
+            )
+        if version == machine.k8s_version:
+            return machine
+        return replace(machine, phase=Phase.UPGRADING, phase_started=now, target_version=version)
+
+    def release(self, machine: Machine, now: int) -> Machine:
+        """Start releasing the machine back to MaaS; releasing twice changes nothing."""
+        if machine.phase in (Phase.RELEASING, Phase.RELEASED):
+            return machine
+        return replace(machine, phase=Phase.RELEASING, phase_started=now, target_version="")
+
+    def node_status(self, machine: Machine) -> api_pb2.GetClusterNodesStatusReply.MachineStatus:
+        """The machine as ``GetClusterNodesStatus`` reports it."""
+        return api_pb2.GetClusterNodesStatusReply.MachineStatus(
+            k8sNodeStatus=machine.k8s_status,
+            k8sVersion=machine.k8s_version,
+            maasSystemId=machine.system_id,
+            maasHostname=machine.hostname,
+            maasNodeStatus=machine.maas_status,
+            maasIPAddr=machine.ip,
+        )
+
+    def _duration(self, machine: Machine) -> int | None:
+        t = self.timings
+        match machine.phase:
+            case Phase.ALLOCATED:
+                return t.allocate_steps
+            case Phase.DEPLOYING:
+                jitter = int(
+                    _unit_interval("deploy-jitter", machine.system_id) * (t.deploy_jitter_steps + 1)
+                )
+                return t.deploy_steps + jitter
+            case Phase.JOINING:
+                return t.join_steps
+            case Phase.UPGRADING:
+                return t.upgrade_steps
+            case Phase.RELEASING:
+                return t.release_steps
+            case _:
+                return None
+
+    def _next_phase(self, machine: Machine, step: int) -> Machine:
+        match machine.phase:
+            case Phase.ALLOCATED:
+                return replace(machine, phase=Phase.DEPLOYING, phase_started=step)
+            case Phase.DEPLOYING if machine.fails_deployment:
+                reason = self.faults.reason(machine.system_id)
+                return replace(
+                    machine,
+                    phase=Phase.FAILED,
+                    phase_started=step,
+                    failure_reason=f"{machine.hostname}: {reason} (simulated fault)",
+                )
+            case Phase.DEPLOYING:
+                return replace(machine, phase=Phase.JOINING, phase_started=step)
+            case Phase.JOINING:
+                return replace(machine, phase=Phase.READY, phase_started=step)
+            case Phase.UPGRADING:
+                return replace(
+                    machine,
+                    phase=Phase.READY,
+                    phase_started=step,
+                    k8s_version=machine.target_version,
+                    target_version="",
+                )
+            case Phase.RELEASING:
+                return replace(machine, phase=Phase.RELEASED, phase_started=step)
+        raise AssertionError(f"phase {machine.phase} has no successor")  # pragma: no cover

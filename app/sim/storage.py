@@ -1,0 +1,922 @@
+"""A simulated Ceph cluster run by the Koor operator on Kubernetes, observed at a clock step.
+
+Everything is a pure function of a :class:`StorageSpec` (plain, persistable data with a seed and
+the step the cluster was created) and the step observed: the same spec and step always give the
+same numbers, and a restarted server sees the cluster exactly where it left it.
+
+The model, in clock steps (one step is a simulated minute by default, ``steps_per_day=1440``):
+
+- Placement: ``node_count`` nodes with ``osds_per_node`` OSDs each; mons ``a, b, c`` on the first
+  nodes, mgrs ``a, b``, MDS ``myfs-a`` (active) and ``myfs-b`` (standby-replay), RGWs
+  ``my-store-a, my-store-b`` spread over the nodes. Every pool is replicated with size 3,
+  min_size 2, one replica per host.
+- Outages: time is cut into windows of ``outage_window_steps``. In each window every daemon
+  crashes with chance ``daemon_crash_chance`` and every node reboots with chance
+  ``node_reboot_chance``; start and length come from a hash of (seed, subject, window), and an
+  outage never crosses its window. A daemon is down while it has crashed or its node is down; a
+  crash is listed in ``crashes`` for one simulated day. An OSD down for more than
+  ``osd_out_steps`` is marked out, and in again when it returns.
+- Placement groups: a PG is inactive with two or more replicas on down OSDs, degraded with one,
+  and recovering for a while after an OSD comes back (as long as it was away, at most
+  ``recovery_steps``) — expected counts under uniform placement. ``active_clean`` is the rest.
+- Client I/O follows a daily curve, ``mean * (1 + daily_swing * sin(2π(t/day - 0.375)))``,
+  busiest at 15:00 of the simulated day. A share ``retained_write_fraction`` of written bytes is
+  new data; data older than ``retention_days`` expires. Stored data is therefore the integral of
+  the write curve over the retention window (closed form), capped at Ceph's full ratio, so usage
+  grows with time and stays consistent with the reported write rate.
+- Raw usage = 1 % BlueStore overhead of the raw capacity + 3 × stored data; ``total`` is the raw
+  capacity of every OSD; ``available = total - used``.
+- Health follows Ceph's checks: HEALTH_ERR on lost mon quorum, inactive PGs, a full cluster or
+  no MDS; HEALTH_WARN on a down mon, mgr, MDS, OSD or host (Ceph has no check for RGWs),
+  degraded PGs, a nearfull cluster or a crash in the last simulated hour; HEALTH_OK otherwise.
+
+The radar (every value in [0, 100])::
+
+    cluster_health     = 100 * daemons up / daemons         (mon + mgr + mds + osd + rgw)
+    nodes_health       = 100 * nodes ready / nodes
+    capacity_available = 100 * available / total            (raw bytes)
+    stability          = 100 * daemon-steps up / daemon-steps over the last simulated day
+                                                            (since creation if younger)
+    reliability        = 100 * active+clean PGs / PGs
+
+Strings follow Ceph's and kubectl's style: sizes in IEC units (``4.2 TiB``), client I/O as
+``41.2 MiB/s`` and ``1234 op/s``. Versions, image URIs and hashes are simulated values. The
+first mgr that is up is the active one (a real cluster would not fail back to ``a``), and
+``ClusterStats.test``, which has no documented meaning, is left empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from functools import lru_cache
+from itertools import combinations
+from typing import Any, Protocol
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+import gen  # noqa: F401  (puts the generated packages on the import path)
+from app.sim.clock import Clock
+
+from resources.stats import stats_pb2
+
+KiB, MiB, GiB, TiB = 1024, 1024**2, 1024**3, 1024**4
+
+REPLICAS = 3
+MIN_SIZE = 2
+FULL_RATIO = 0.95
+NEARFULL_RATIO = 0.85
+BLUESTORE_OVERHEAD = 0.01
+OBJECT_SIZE = 4 * MiB  # RBD and CephFS default object size
+VOLUME_SIZE = 256 * GiB  # average RBD image / CephFS subvolume, to count volumes from data
+READ_OP_SIZE = 16 * KiB
+WRITE_OP_SIZE = 32 * KiB
+PEAK_PHASE = 0.375  # sin peaks a quarter day later: 15:00 of the simulated day
+ROOK_NAMESPACE = "rook-ceph"
+
+# (pool, pg_num) as Rook's example manifests create them for a block pool, a filesystem and an
+# object store.
+POOLS: tuple[tuple[str, int], ...] = (
+    (".mgr", 1),
+    ("replicapool", 128),
+    ("myfs-metadata", 32),
+    ("myfs-replicated", 64),
+    (".rgw.root", 8),
+    ("my-store.rgw.control", 8),
+    ("my-store.rgw.meta", 8),
+    ("my-store.rgw.log", 8),
+    ("my-store.rgw.buckets.index", 8),
+    ("my-store.rgw.buckets.non-ec", 8),
+    ("my-store.rgw.otp", 8),
+    ("my-store.rgw.buckets.data", 64),
+)
+
+_CRASH_CAUSES = (
+    "SIGABRT in ceph::__ceph_assert_fail",
+    "SIGSEGV in tcmalloc::ThreadCache::ReleaseToCentralCache",
+    "heartbeat_map is_healthy timed out; the daemon aborted itself",
+    "OOMKilled: the container reached its memory limit",
+)
+
+
+def _digest(*parts: object) -> bytes:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+
+
+def _unit_interval(*parts: object) -> float:
+    """A number in [0, 1) fixed by ``parts``: the simulation's only source of variation."""
+    return int.from_bytes(_digest(*parts)[:8], "big") / 2**64
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """The storage cluster's shape and dynamics; persist it and the cluster resumes exactly."""
+
+    seed: int = 0
+    created_step: int = 0
+    name: str = "koor-cluster"
+    namespace: str = "koor-operator-system"
+    node_count: int = 4
+    osds_per_node: int = 3
+    osd_bytes: int = 4 * TiB
+    node_cpu: int = 16
+    node_memory_bytes: int = 64 * GiB
+    node_ephemeral_bytes: int = 200 * GiB
+    mon_count: int = 3
+    kube_version: str = "1.31.2"
+    steps_per_day: int = 1440
+    initial_fill: float = 0.30
+    mean_client_read: float = 120.0 * MiB
+    mean_client_write: float = 40.0 * MiB
+    daily_swing: float = 0.6
+    retained_write_fraction: float = 0.04
+    retention_days: float = 30.0
+    outage_window_steps: int = 720
+    daemon_crash_chance: float = 0.03
+    node_reboot_chance: float = 0.01
+    crash_min_steps: int = 2
+    crash_max_steps: int = 12
+    reboot_min_steps: int = 5
+    reboot_max_steps: int = 20
+    osd_out_steps: int = 10
+    recovery_steps: int = 10
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.node_count < REPLICAS:
+            problems.append(f"node_count must be at least {REPLICAS} (one replica per host)")
+        if self.osds_per_node < 1 or self.osd_bytes <= 0:
+            problems.append("every node needs at least one OSD of positive size")
+        if self.mon_count not in (1, 3, 5) or self.mon_count > self.node_count:
+            problems.append("mon_count must be 1, 3 or 5 and at most node_count")
+        if self.steps_per_day < 24:
+            problems.append("steps_per_day must be at least 24")
+        if not 0.0 <= self.daily_swing < 1.0:
+            problems.append("daily_swing must be within [0, 1)")
+        if not 0.0 <= self.initial_fill <= FULL_RATIO:
+            problems.append(f"initial_fill must be within [0, {FULL_RATIO}]")
+        for chance in ("daemon_crash_chance", "node_reboot_chance", "retained_write_fraction"):
+            if not 0.0 <= getattr(self, chance) <= 1.0:
+                problems.append(f"{chance} must be within [0, 1]")
+        if not 1 <= self.crash_min_steps <= self.crash_max_steps < self.outage_window_steps:
+            problems.append("need 1 <= crash_min_steps <= crash_max_steps < outage_window_steps")
+        if not 1 <= self.reboot_min_steps <= self.reboot_max_steps < self.outage_window_steps:
+            problems.append("need 1 <= reboot_min_steps <= reboot_max_steps < outage_window_steps")
+        if self.retention_days <= 0:
+            problems.append("retention_days must be positive")
+        if problems:
+            raise ValueError("invalid storage spec: " + "; ".join(problems))
+
+    @property
+    def osd_count(self) -> int:
+        """OSDs in the cluster."""
+        return self.node_count * self.osds_per_node
+
+    @property
+    def raw_capacity(self) -> int:
+        """Raw bytes of every OSD together."""
+        return self.osd_count * self.osd_bytes
+
+    @property
+    def fsid(self) -> str:
+        """The cluster's Ceph fsid, a UUID fixed by the seed."""
+        return str(uuid.UUID(bytes=_digest("fsid", self.seed)[:16], version=4))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StorageSpec:
+        """Rebuild a spec from :meth:`to_dict` output; unknown keys are ignored."""
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except TypeError as exc:
+            raise ValueError(f"not a stored storage spec: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """A Ceph daemon and the node (index) it runs on."""
+
+    kind: str
+    name: str
+    node: int
+
+    @property
+    def id(self) -> str:
+        """Ceph's daemon id, e.g. ``osd.3`` or ``mon.a``."""
+        return f"{self.kind}.{self.name}"
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """A daemon crash as ``ceph crash ls`` lists it."""
+
+    daemon: str
+    node: str
+    step: int
+    cause: str
+
+
+@lru_cache(maxsize=64)
+def daemons_of(spec: StorageSpec) -> tuple[Daemon, ...]:
+    """Every Ceph daemon of the cluster with its placement."""
+    n = spec.node_count
+    placed = [Daemon("mon", chr(ord("a") + i), i % n) for i in range(spec.mon_count)]
+    placed += [Daemon("mgr", name, i % n) for i, name in enumerate("ab")]
+    placed += [Daemon("mds", f"myfs-{name}", (i + 1) % n) for i, name in enumerate("ab")]
+    placed += [Daemon("osd", str(i), i // spec.osds_per_node) for i in range(spec.osd_count)]
+    placed += [Daemon("rgw", f"my-store-{name}", (i + 2) % n) for i, name in enumerate("ab")]
+    return tuple(placed)
+
+
+def node_name(spec: StorageSpec, node: int) -> str:
+    """The Kubernetes node name of node ``node`` (0-based)."""
+    return f"{spec.name}-node-{node + 1}"
+
+
+Interval = tuple[int, int]  # [start, end) in steps since creation
+
+
+@dataclass(frozen=True)
+class _WindowPlan:
+    """Outages of one window: per node, per daemon's own crash, per daemon down (merged)."""
+
+    reboots: tuple[Interval | None, ...]
+    crashes: tuple[Interval | None, ...]
+    causes: tuple[str, ...]
+    down: tuple[tuple[Interval, ...], ...]
+    # Daemon-steps down over the whole window: uptime sums these instead of re-walking intervals.
+    down_steps: int
+
+
+def _outage(
+    spec: StorageSpec, subject: str, window: int, chance: float, shortest: int, longest: int
+) -> Interval | None:
+    if _unit_interval("outage", spec.seed, subject, window) >= chance:
+        return None
+    length = shortest + int(
+        _unit_interval("length", spec.seed, subject, window) * (longest - shortest + 1)
+    )
+    room = spec.outage_window_steps - length
+    start = window * spec.outage_window_steps + int(
+        _unit_interval("start", spec.seed, subject, window) * room
+    )
+    return (start, start + length)
+
+
+def _merge(intervals: Sequence[Interval | None]) -> tuple[Interval, ...]:
+    merged: list[Interval] = []
+    for start, end in sorted(i for i in intervals if i is not None):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
+
+
+@lru_cache(maxsize=512)
+def _window_plan(spec: StorageSpec, window: int) -> _WindowPlan:
+    reboots = tuple(
+        _outage(
+            spec,
+            f"node/{i}",
+            window,
+            spec.node_reboot_chance,
+            spec.reboot_min_steps,
+            spec.reboot_max_steps,
+        )
+        for i in range(spec.node_count)
+    )
+    daemons = daemons_of(spec)
+    crashes = tuple(
+        _outage(
+            spec, d.id, window, spec.daemon_crash_chance, spec.crash_min_steps, spec.crash_max_steps
+        )
+        for d in daemons
+    )
+    down = tuple(
+        _merge((reboots[d.node], crash)) for d, crash in zip(daemons, crashes, strict=True)
+    )
+    causes = tuple(
+        _CRASH_CAUSES[int(_unit_interval("cause", spec.seed, d.id, window) * len(_CRASH_CAUSES))]
+        for d in daemons
+    )
+    down_steps = sum(end - start for intervals in down for start, end in intervals)
+    return _WindowPlan(reboots, crashes, causes, down, down_steps)
+
+
+def _inside(age: int, intervals: Sequence[Interval]) -> bool:
+    return any(start <= age < end for start, end in intervals)
+
+
+@dataclass(frozen=True)
+class StorageSnapshot:
+    """The storage cluster at one step: who is up, what is stored, how busy, how healthy."""
+
+    spec: StorageSpec
+    step: int
+    age: int
+    nodes_up: tuple[bool, ...]
+    daemons: tuple[Daemon, ...]
+    daemons_up: tuple[bool, ...]
+    osds_in: tuple[bool, ...]
+    stored_bytes: int
+    raw_used: int
+    raw_total: int
+    pg_states: Mapping[str, int]
+    client_read: float
+    client_write: float
+    crashes: tuple[CrashReport, ...]
+    health_checks: tuple[str, ...]
+    status: str
+    uptime_ratio: float
+    mon_updated_step: int
+    mgr_updated_step: int
+    osd_up_updated_step: int
+    osd_in_updated_step: int
+
+    @property
+    def raw_available(self) -> int:
+        """Raw bytes still free."""
+        return self.raw_total - self.raw_used
+
+    @property
+    def pg_total(self) -> int:
+        """Placement groups over every pool."""
+        return sum(self.pg_states.values())
+
+    def up(self, kind: str) -> list[Daemon]:
+        """The daemons of ``kind`` that are up, in placement order."""
+        return [
+            d for d, up in zip(self.daemons, self.daemons_up, strict=True) if up and d.kind == kind
+        ]
+
+    def count(self, kind: str) -> int:
+        """How many daemons of ``kind`` the cluster has."""
+        return sum(1 for d in self.daemons if d.kind == kind)
+
+    @property
+    def mon_quorum(self) -> list[str]:
+        """Names of the mons in quorum; empty when fewer than a majority are up."""
+        up = [d.name for d in self.up("mon")]
+        return up if len(up) > self.spec.mon_count // 2 else []
+
+
+def _written_bytes(spec: StorageSpec, first: float, last: float) -> float:
+    """Client bytes written between absolute steps ``first`` and ``last`` (exact integral)."""
+    day = spec.steps_per_day
+
+    def antiderivative(x: float) -> float:
+        return x - spec.daily_swing * day / (2 * math.pi) * math.cos(
+            2 * math.pi * (x / day - PEAK_PHASE)
+        )
+
+    seconds_per_step = 86400 / day
+    return (
+        spec.mean_client_write * seconds_per_step * (antiderivative(last) - antiderivative(first))
+    )
+
+
+def _load(spec: StorageSpec, step: int) -> float:
+    """The daily curve's factor at ``step``: 1 on average, busiest at 15:00."""
+    return 1 + spec.daily_swing * math.sin(2 * math.pi * (step / spec.steps_per_day - PEAK_PHASE))
+
+
+def _stored_bytes(spec: StorageSpec, age: int) -> int:
+    capacity = spec.raw_capacity
+    ceiling = (FULL_RATIO * capacity - BLUESTORE_OVERHEAD * capacity) / REPLICAS
+    initial = spec.initial_fill * capacity / REPLICAS
+    retention = spec.retention_days * spec.steps_per_day
+    start = spec.created_step + max(0.0, age - retention)
+    new = spec.retained_write_fraction * _written_bytes(spec, start, spec.created_step + age)
+    return int(max(0.0, min(ceiling, initial + new)))
+
+
+def _replicas_down_distribution(spec: StorageSpec, down_per_node: Sequence[int]) -> list[float]:
+    """P(a PG has j replicas on down OSDs), j = 0..3, one replica on each of 3 random hosts."""
+    chances = [down / spec.osds_per_node for down in down_per_node]
+    totals = [0.0] * (REPLICAS + 1)
+    trios = list(combinations(range(spec.node_count), REPLICAS))
+    for trio in trios:
+        dist = [1.0] + [0.0] * REPLICAS
+        for host in trio:
+            q = chances[host]
+            dist = [
+                dist[j] * (1 - q) + (dist[j - 1] * q if j else 0.0) for j in range(REPLICAS + 1)
+            ]
+        totals = [t + d for t, d in zip(totals, dist, strict=True)]
+    return [t / len(trios) for t in totals]
+
+
+def _last_change(
+    spec: StorageSpec,
+    age: int,
+    indexes: Sequence[int],
+    transitions_of: Callable[[Sequence[Interval]], list[int]],
+) -> int:
+    """The latest step ≤ ``age`` at which one of the daemons changed state (else creation)."""
+    window = age // spec.outage_window_steps
+    while window >= 0:
+        plan = _window_plan(spec, window)
+        points = [p for i in indexes for p in transitions_of(plan.down[i]) if p <= age]
+        if points:
+            return max(points)
+        window -= 1
+    return 0
+
+
+def _up_transitions(intervals: Sequence[Interval]) -> list[int]:
+    return [p for interval in intervals for p in interval]
+
+
+def observe(spec: StorageSpec, step: int) -> StorageSnapshot:
+    """The storage cluster as it is at clock step ``step`` (at creation, if earlier)."""
+    step = max(step, spec.created_step)
+    age = step - spec.created_step
+    window = age // spec.outage_window_steps
+    plan = _window_plan(spec, window)
+    daemons = daemons_of(spec)
+    nodes_up = tuple(not _inside(age, [r] if r else []) for r in plan.reboots)
+    daemons_up = tuple(not _inside(age, down) for down in plan.down)
+    out = spec.osd_out_steps
+
+    def out_intervals(down: Sequence[Interval]) -> list[Interval]:
+        return [(s + out, e) for s, e in down if e - s > out]
+
+    osd_index = [i for i, d in enumerate(daemons) if d.kind == "osd"]
+    osds_in = tuple(not _inside(age, out_intervals(plan.down[i])) for i in osd_index)
+
+    # Placement groups.
+    pg_total = sum(pgs for _, pgs in POOLS)
+    down_per_node = [0] * spec.node_count
+    for i in osd_index:
+        if not daemons_up[i]:
+            down_per_node[daemons[i].node] += 1
+    if any(down_per_node):
+        dist = _replicas_down_distribution(spec, down_per_node)
+        inactive = round(pg_total * sum(dist[REPLICAS - MIN_SIZE + 1 :]))
+        degraded = min(
+            pg_total - inactive, round(pg_total * sum(dist[1 : REPLICAS - MIN_SIZE + 1]))
+        )
+    else:
+        inactive = degraded = 0
+    recovering_share = 0.0
+    for i in osd_index:
+        if not daemons_up[i]:
+            continue
+        for w in (window - 1, window):
+            for start, end in _window_plan(spec, w).down[i] if w >= 0 else ():
+                catch_up = min(end - start, spec.recovery_steps)
+                if end <= age < end + catch_up:
+                    recovering_share += (REPLICAS / spec.osd_count) * (1 - (age - end) / catch_up)
+    recovering = min(pg_total - inactive - degraded, round(pg_total * recovering_share))
+    pg_states = {
+        "active+clean": pg_total - inactive - degraded - recovering,
+        "active+undersized+degraded": degraded,
+        "active+recovering": recovering,
+        "undersized+degraded+peered": inactive,
+    }
+
+    # Data and client I/O.
+    stored = _stored_bytes(spec, age)
+    raw_total = spec.raw_capacity
+    raw_used = int(BLUESTORE_OVERHEAD * raw_total) + REPLICAS * stored
+    load = _load(spec, step)
+
+    # Crashes of the last simulated day, oldest first.
+    day = spec.steps_per_day
+    crashes = []
+    for w in range(max(0, (age - day) // spec.outage_window_steps), window + 1):
+        past = _window_plan(spec, w)
+        for d, crash, cause in zip(daemons, past.crashes, past.causes, strict=True):
+            if crash and age - day < crash[0] <= age:
+                crashes.append(
+                    CrashReport(d.id, node_name(spec, d.node), spec.created_step + crash[0], cause)
+                )
+    crashes.sort(key=lambda c: (c.step, c.daemon))
+
+    # Uptime over the last simulated day (inclusive of this step).
+    first = max(0, age - day + 1)
+    span = age - first + 1
+    down_steps = 0
+    width = spec.outage_window_steps
+    for w in range(first // width, window + 1):
+        past = _window_plan(spec, w)
+        if first <= w * width and (w + 1) * width <= age + 1:
+            down_steps += past.down_steps
+            continue
+        for down in past.down:
+            down_steps += sum(max(0, min(e, age + 1) - max(s, first)) for s, e in down)
+    uptime_ratio = 1 - down_steps / (span * len(daemons))
+
+    def indexes(kind: str) -> list[int]:
+        return [i for i, d in enumerate(daemons) if d.kind == kind]
+
+    def in_transitions(down: Sequence[Interval]) -> list[int]:
+        return _up_transitions(out_intervals(down))
+
+    created = spec.created_step
+    snapshot = StorageSnapshot(
+        spec=spec,
+        step=step,
+        age=age,
+        nodes_up=nodes_up,
+        daemons=daemons,
+        daemons_up=daemons_up,
+        osds_in=osds_in,
+        stored_bytes=stored,
+        raw_used=raw_used,
+        raw_total=raw_total,
+        pg_states=pg_states,
+        client_read=spec.mean_client_read * load,
+        client_write=spec.mean_client_write * load,
+        crashes=tuple(crashes),
+        health_checks=(),
+        status="",
+        uptime_ratio=uptime_ratio,
+        mon_updated_step=created + _last_change(spec, age, indexes("mon"), _up_transitions),
+        mgr_updated_step=created + _last_change(spec, age, indexes("mgr"), _up_transitions),
+        osd_up_updated_step=created + _last_change(spec, age, osd_index, _up_transitions),
+        osd_in_updated_step=created + _last_change(spec, age, osd_index, in_transitions),
+    )
+    # Health checks read the finished numbers, so they are filled in last.
+    checks = _health_checks(snapshot)
+    status = "HEALTH_OK"
+    if checks:
+        status = "HEALTH_ERR" if _ERROR_CHECKS.intersection(checks) else "HEALTH_WARN"
+    return replace(snapshot, health_checks=checks, status=status)
+
+
+_ERROR_CHECKS = frozenset({"MON_QUORUM_LOST", "PG_AVAILABILITY", "OSD_FULL", "MDS_ALL_DOWN"})
+
+
+def _health_checks(s: StorageSnapshot) -> tuple[str, ...]:
+    """Ceph health check codes that apply (``MON_QUORUM_LOST`` is ours: Ceph goes silent)."""
+    checks = []
+    if not s.mon_quorum:
+        checks.append("MON_QUORUM_LOST")
+    elif len(s.up("mon")) < s.count("mon"):
+        checks.append("MON_DOWN")
+    if not s.up("mgr"):
+        checks.append("MGR_DOWN")
+    if not all(s.nodes_up):
+        checks.append("OSD_HOST_DOWN")
+    if len(s.up("osd")) < s.count("osd"):
+        checks.append("OSD_DOWN")
+    if not s.up("mds"):
+        checks.append("MDS_ALL_DOWN")
+    elif len(s.up("mds")) < s.count("mds"):
+        checks.append("MDS_INSUFFICIENT_STANDBY")
+    if s.pg_states["undersized+degraded+peered"]:
+        checks.append("PG_AVAILABILITY")
+    if s.pg_states["active+undersized+degraded"] or s.pg_states["active+recovering"]:
+        checks.append("PG_DEGRADED")
+    ratio = s.raw_used / s.raw_total
+    if ratio >= FULL_RATIO - 1e-9:  # the cap is the full ratio itself, up to rounding
+        checks.append("OSD_FULL")
+    elif ratio >= NEARFULL_RATIO:
+        checks.append("OSD_NEARFULL")
+    recent = s.spec.steps_per_day // 24
+    if any(s.step - c.step < recent for c in s.crashes):
+        checks.append("RECENT_CRASH")
+    return tuple(checks)
+
+
+def format_bytes(n: float) -> str:
+    """IEC units with one decimal, as Ceph prints them (``4.2 TiB``, ``0 B``)."""
+    for unit, size in (("PiB", 1024**5), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _timestamp(clock: Clock, step: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(clock.time_of(step))
+    return stamp
+
+
+def cluster_stats(s: StorageSnapshot, clock: Clock) -> stats_pb2.ClusterStats:
+    """``ceph status`` in the API's shape; timestamps are the wall times of their steps."""
+    mgr_up = s.up("mgr")
+    mds_up = s.up("mds")
+    rgw_up = s.up("rgw")
+    osds_up = s.up("osd")
+    services = stats_pb2.Services(
+        mon=stats_pb2.MonService(
+            daemon_count=s.count("mon"),
+            quorum=",".join(s.mon_quorum),
+            created_at=_timestamp(clock, s.spec.created_step),
+            updated_at=_timestamp(clock, s.mon_updated_step),
+        ),
+        mgr=stats_pb2.MgrService(
+            # The first mgr up is active, so the simulation fails back to mgr.a when it returns.
+            active=mgr_up[0].name if mgr_up else "",
+            standbys=[d.name for d in mgr_up[1:]],
+            updated_at=_timestamp(clock, s.mgr_updated_step),
+        ),
+        mds=stats_pb2.MdsService(daemons_up=len(mds_up), hot_standby_count=max(0, len(mds_up) - 1)),
+        osd=stats_pb2.OsdService(
+            osd_count=s.count("osd"),
+            osd_up=len(osds_up),
+            osd_in=sum(s.osds_in),
+            osd_up_updated_at=_timestamp(clock, s.osd_up_updated_step),
+            osd_in_updated_at=_timestamp(clock, s.osd_in_updated_step),
+        ),
+        rgw=stats_pb2.RgwService(
+            active_daemon=len(rgw_up), host_count=len({d.node for d in rgw_up}), zone_count=1
+        ),
+    )
+    data = stats_pb2.Data(
+        volumes=6 + s.stored_bytes // VOLUME_SIZE,
+        pools=stats_pb2.Pools(
+            pools=len(POOLS), pgs=stats_pb2.PGs(active_clean=s.pg_states["active+clean"])
+        ),
+        objects=stats_pb2.Objects(
+            object_count=s.stored_bytes // OBJECT_SIZE, size=format_bytes(s.stored_bytes)
+        ),
+        usage=stats_pb2.Usage(used=s.raw_used, available=s.raw_available, total=s.raw_total),
+    )
+    crashes = [
+        stats_pb2.Crash(
+            description=(
+                f"{clock.time_of(c.step).strftime('%Y-%m-%dT%H:%M:%SZ')} {c.daemon} "
+                f"on {c.node}: {c.cause}"
+            )
+        )
+        for c in s.crashes
+    ]
+    iops = stats_pb2.IOPS(
+        client_read=f"{format_bytes(s.client_read)}/s",
+        client_write=f"{format_bytes(s.client_write)}/s",
+        client_read_ops=f"{round(s.client_read / READ_OP_SIZE)} op/s",
+        client_write_ops=f"{round(s.client_write / WRITE_OP_SIZE)} op/s",
+    )
+    return stats_pb2.ClusterStats(
+        id=s.spec.fsid, status=s.status, crashes=crashes, services=services, data=data, iops=iops
+    )
+
+
+def cluster_nodes(s: StorageSnapshot, clock: Clock) -> list[stats_pb2.NodeInfo]:
+    """The Kubernetes nodes; ``roles`` lists the Ceph daemons placed on each."""
+    nodes = []
+    for i, up in enumerate(s.nodes_up):
+        roles = sorted({d.kind for d in s.daemons if d.node == i})
+        nodes.append(
+            stats_pb2.NodeInfo(
+                name=node_name(s.spec, i),
+                status=stats_pb2.RESOURCE_READY if up else stats_pb2.RESOURCE_NOT_READY,
+                roles=roles,
+                internal_ip=f"10.30.0.{11 + i}",
+                # TEST-NET-1: a documentation range, plainly not a real address.
+                external_ip=f"192.0.2.{11 + i}",
+                age=_timestamp(clock, s.spec.created_step),
+            )
+        )
+    return nodes
+
+
+def cluster_resources(s: StorageSnapshot) -> stats_pb2.ClusterResources:
+    """Allocatable resources summed over every node (``nodes`` counts the nodes listed)."""
+    spec = s.spec
+    return stats_pb2.ClusterResources(
+        nodes=str(spec.node_count),
+        storage=format_bytes(spec.node_count * spec.node_ephemeral_bytes),
+        cpu=str(spec.node_count * spec.node_cpu),
+        memory=format_bytes(spec.node_count * spec.node_memory_bytes),
+    )
+
+
+def meets_minimum_resources(spec: StorageSpec) -> bool:
+    """This simulation's rule: at least 3 nodes, 12 CPU cores, 32 GiB of memory and 3 OSDs."""
+    return (
+        spec.node_count >= 3
+        and spec.node_count * spec.node_cpu >= 12
+        and spec.node_count * spec.node_memory_bytes >= 32 * GiB
+        and spec.osd_count >= 3
+    )
+
+
+def _detailed(version: str, image: str, chart: str) -> stats_pb2.DetailedVersion:
+    uri = f"{image}:v{version}"
+    return stats_pb2.DetailedVersion(
+        version=version,
+        image_uri=uri,
+        image_hash="sha256:" + hashlib.sha256(f"simulated {uri}".encode()).hexdigest(),
+        helm_repository="https://charts.koor.tech/release" if chart else "",
+        helm_chart=chart,
+    )
+
+
+CURRENT_VERSIONS = {"koor_operator": "0.3.8", "ksd": "1.12.4", "ceph": "18.2.2"}
+LATEST_VERSIONS = {"koor_operator": "0.4.0", "ksd": "1.13.1", "ceph": "18.2.4"}
+
+
+def koor_cluster(s: StorageSnapshot) -> stats_pb2.KoorCluster:
+    """The KoorCluster resource: its spec and the operator's status (simulated versions)."""
+    spec = s.spec
+    return stats_pb2.KoorCluster(
+        name=spec.name,
+        namespace=spec.namespace,
+        spec=stats_pb2.KoorClusterSpec(
+            use_all_devices=True,
+            monitoring_enabled=True,
+            dashboard_enabled=True,
+            toolbox_enabled=True,
+            upgrade_options=stats_pb2.UpgradeOptions(
+                mode=stats_pb2.UPGRADE_MODE_NOTIFY,
+                endpoint="https://versions.koor.tech",
+                schedule="0 0 * * *",
+            ),
+            ksd_release_name="ksd",
+            ksd_cluster_release_name="ksd-cluster",
+        ),
+        status=stats_pb2.KoorClusterStatus(
+            total_resources=cluster_resources(s),
+            meets_minimum_resources=meets_minimum_resources(spec),
+            current_versions=stats_pb2.ProductVersions(kube=spec.kube_version, **CURRENT_VERSIONS),
+            latest_versions=stats_pb2.DetailedProductVersions(
+                koor_operator=_detailed(
+                    LATEST_VERSIONS["koor_operator"],
+                    "docker.io/koorinc/koor-operator",
+                    "koor-operator",
+                ),
+                ksd=_detailed(LATEST_VERSIONS["ksd"], "docker.io/koorinc/ceph", "rook-ceph"),
+                ceph=_detailed(LATEST_VERSIONS["ceph"], "quay.io/ceph/ceph", ""),
+            ),
+        ),
+    )
+
+
+def _reliability(up: int, needed: int, total: int) -> stats_pb2.ReliabilityScore:
+    """OK with every replica up, DEGRADED while still serving, NONE below ``needed``."""
+    if up >= total:
+        return stats_pb2.RELIABILITY_OK
+    return stats_pb2.RELIABILITY_DEGRADED if up >= needed else stats_pb2.RELIABILITY_NONE
+
+
+# What each daemon kind needs to keep serving: a mon majority, one mgr, mds and rgw, and OSDs
+# enough that no PG is inactive (judged from the PG states instead).
+_SERVICE_MINIMUM = {"mgr": 1, "mds": 1, "rgw": 1}
+
+
+def resource_inventory(
+    s: StorageSnapshot,
+) -> tuple[list[stats_pb2.ResourceInfo], list[stats_pb2.ResourceInfo]]:
+    """(custom resources, deployments) as ``GetClusterResources`` lists them."""
+    ready, not_ready = stats_pb2.RESOURCE_READY, stats_pb2.RESOURCE_NOT_READY
+    pgs = s.pg_states
+    pg_reliability = (
+        stats_pb2.RELIABILITY_NONE
+        if pgs["undersized+degraded+peered"]
+        else stats_pb2.RELIABILITY_OK
+        if pgs["active+clean"] == s.pg_total
+        else stats_pb2.RELIABILITY_DEGRADED
+    )
+    service_reliability = {
+        "mon": _reliability(len(s.up("mon")), s.count("mon") // 2 + 1, s.count("mon")),
+        "osd": pg_reliability,
+        **{k: _reliability(len(s.up(k)), n, s.count(k)) for k, n in _SERVICE_MINIMUM.items()},
+    }
+    cluster_reliability = {
+        "HEALTH_OK": stats_pb2.RELIABILITY_OK,
+        "HEALTH_WARN": stats_pb2.RELIABILITY_DEGRADED,
+    }.get(s.status, stats_pb2.RELIABILITY_NONE)
+
+    def custom(kind: str, name: str, namespace: str, serving: bool, replicas: int, score: int):
+        return stats_pb2.ResourceInfo(
+            apiversion="storage.koor.tech/v1alpha1" if kind == "KoorCluster" else "ceph.rook.io/v1",
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            status=ready if serving else not_ready,
+            replicas=replicas,
+            reliability=score,
+        )
+
+    spec = s.spec
+    resources = [
+        custom("KoorCluster", spec.name, spec.namespace, True, 0, cluster_reliability),
+        custom(
+            "CephCluster",
+            ROOK_NAMESPACE,
+            ROOK_NAMESPACE,
+            s.status != "HEALTH_ERR",
+            0,
+            cluster_reliability,
+        ),
+        custom(
+            "CephBlockPool",
+            "replicapool",
+            ROOK_NAMESPACE,
+            not pgs["undersized+degraded+peered"],
+            REPLICAS,
+            pg_reliability,
+        ),
+        custom(
+            "CephFilesystem",
+            "myfs",
+            ROOK_NAMESPACE,
+            bool(s.up("mds")),
+            REPLICAS,
+            service_reliability["mds"],
+        ),
+        custom(
+            "CephObjectStore",
+            "my-store",
+            ROOK_NAMESPACE,
+            bool(s.up("rgw")),
+            REPLICAS,
+            service_reliability["rgw"],
+        ),
+    ]
+
+    def deployment(name: str, namespace: str, up: bool, score: int) -> stats_pb2.ResourceInfo:
+        return stats_pb2.ResourceInfo(
+            apiversion="apps/v1",
+            kind="Deployment",
+            namespace=namespace,
+            name=name,
+            status=ready if up else not_ready,
+            replicas=1 if up else 0,  # ready replicas, out of one
+            reliability=score,
+        )
+
+    deployments = [
+        deployment("koor-operator", spec.namespace, True, stats_pb2.RELIABILITY_OK),
+        deployment("rook-ceph-operator", ROOK_NAMESPACE, True, stats_pb2.RELIABILITY_OK),
+    ]
+    for d, up in zip(s.daemons, s.daemons_up, strict=True):
+        deployments.append(
+            deployment(
+                f"rook-ceph-{d.kind}-{d.name}", ROOK_NAMESPACE, up, service_reliability[d.kind]
+            )
+        )
+    return resources, deployments
+
+
+def cluster_radar(s: StorageSnapshot) -> stats_pb2.ClusterRadar:
+    """The five radar axes, each in [0, 100], by the formula in the module docstring."""
+    return stats_pb2.ClusterRadar(
+        cluster_health=100 * sum(s.daemons_up) / len(s.daemons),
+        nodes_health=100 * sum(s.nodes_up) / len(s.nodes_up),
+        capacity_available=100 * s.raw_available / s.raw_total,
+        stability=100 * s.uptime_ratio,
+        reliability=100 * s.pg_states["active+clean"] / s.pg_total,
+    )
+
+
+class StorageProvider(Protocol):
+    """What the StatsService needs from a storage cluster, at the clock's current step."""
+
+    def cluster_stats(self) -> stats_pb2.ClusterStats: ...
+
+    def cluster_nodes(self) -> list[stats_pb2.NodeInfo]: ...
+
+    def resource_inventory(
+        self,
+    ) -> tuple[list[stats_pb2.ResourceInfo], list[stats_pb2.ResourceInfo]]: ...
+
+    def cluster_radar(self) -> stats_pb2.ClusterRadar: ...
+
+    def koor_cluster(self) -> stats_pb2.KoorCluster: ...
+
+
+@dataclass(frozen=True)
+class SimulatedStorageCluster:
+    """The embedded :class:`StorageProvider`: one spec observed on one clock."""
+
+    spec: StorageSpec
+    clock: Clock
+
+    def snapshot(self) -> StorageSnapshot:
+        """The cluster at the clock's current step."""
+        return observe(self.spec, self.clock.now())
+
+    def cluster_stats(self) -> stats_pb2.ClusterStats:
+        """``GetClusterStats``."""
+        return cluster_stats(self.snapshot(), self.clock)
+
+    def cluster_nodes(self) -> list[stats_pb2.NodeInfo]:
+        """``GetClusterNodes``."""
+        return cluster_nodes(self.snapshot(), self.clock)
+
+    def resource_inventory(
+        self,
+    ) -> tuple[list[stats_pb2.ResourceInfo], list[stats_pb2.ResourceInfo]]:
+        """``GetClusterResources``: (resources, deployments)."""
+        return resource_inventory(self.snapshot())
+
+    def cluster_radar(self) -> stats_pb2.ClusterRadar:
+        """``GetClusterRadar``."""
+        return cluster_radar(self.snapshot())
+
+    def koor_cluster(self) -> stats_pb2.KoorCluster:
+        """``GetKoorCluster``."""
+        return koor_cluster(self.snapshot())

@@ -29,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     commands.add_parser("gen", help="regenerate gen/ and the README's RPC table from protos/")
+    openapi = commands.add_parser("openapi", help="write the OpenAPI 3.1 document (YAML)")
+    openapi.add_argument(
+        "path", nargs="?", default=None, help="output file, '-' for stdout (default openapi.yaml)"
+    )
     return parser
 
 
@@ -46,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from app import codegen
 
         codegen.main()
+    elif args.command == "openapi":
+        from app import codegen
+
+        codegen.write_openapi(codegen.OPENAPI if args.path is None else Path(args.path))
     elif args.command == "serve":
         from app.main import serve
 

@@ -1,7 +1,7 @@
 """Generated artifacts: ``gen/`` from ``protos/``, and the README's RPC table from the descriptors.
 
 ``portico gen`` runs both. Tests run them into a temporary folder and compare with what is
-committed, so the committed copies never drift from the protos.
+committed, so the committed copies never drift from the protos. It also writes ``openapi.yaml``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,21 @@ import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from app.gateway.registry import Registry
+import yaml
+
+from app import __version__
+from app.auth.policy import Access, access
+from app.gateway.codec import JsonOptions
+from app.gateway.openapi import openapi_document
+from app.gateway.registry import Method, Registry
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTOS = ROOT / "protos"
 GEN = ROOT / "gen"
 README = ROOT / "README.md"
+OPENAPI = ROOT / "openapi.yaml"
 DESCRIPTOR_SET = "portico.binpb"
 
 # Protoc names Python modules after proto paths ("cnct/kaas/api/api.proto" -> "cnct.kaas.api"),
@@ -112,9 +120,58 @@ def update_readme(readme: Path = README, registry: Registry | None = None) -> No
     readme.write_text(readme_with_table(readme.read_text(), rpc_table(registry)))
 
 
+def is_public(method: Method) -> bool:
+    """Whether the auth policy lets anyone call ``method`` without a token."""
+    return access(method.full_name) is Access.PUBLIC
+
+
+def portico_openapi(
+    registry: Registry | None = None, json_options: JsonOptions | None = None
+) -> dict[str, Any]:
+    """Portico's OpenAPI document: the auth policy's public RPCs, comments from ``gen/``."""
+    return openapi_document(
+        registry or Registry.from_package("gen"),
+        json_options or JsonOptions(),
+        title="Portico",
+        version=__version__,
+        public_methods=is_public,
+        descriptor_set=GEN / DESCRIPTOR_SET,
+    )
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings as ``|`` blocks, and no anchors: the file is read by people and diffs."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str)
+
+
+def openapi_yaml(document: dict[str, Any]) -> str:
+    """The document as YAML, keys in the document's own (deterministic) order."""
+    return yaml.dump(document, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def write_openapi(path: Path = OPENAPI, registry: Registry | None = None) -> None:
+    """Write ``openapi.yaml`` from the descriptors (``-`` prints it)."""
+    text = openapi_yaml(portico_openapi(registry))
+    if str(path) == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text)
+
+
 def main() -> None:
-    """Regenerate gen/ and the README's RPC table."""
+    """Regenerate gen/, the README's RPC table and openapi.yaml."""
     generate()
     # A fresh interpreter state is not needed: gen modules are imported only after generation.
     sys.modules.pop("gen", None)
     update_readme()
+    write_openapi()

@@ -46,20 +46,26 @@ def create_server(
     served: list[str] = []
     for service in registry.services:
         servicer = servicers.get(service.full_name)
-        if servicer is None:
-            continue
+        # A service without a servicer is still registered, so its callers meet the same
+        # authentication as everywhere and then a clear UNIMPLEMENTED, as over REST.
         handlers = {
-            method.name: _method_handler(method, getattr(servicer, method.name), authenticate)
+            method.name: _method_handler(
+                method,
+                _not_served(method) if servicer is None else getattr(servicer, method.name),
+                authenticate,
+            )
             for method in service.methods
         }
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(service.full_name, handlers),)
         )
-        served.append(service.full_name)
+        if servicer is not None:
+            served.append(service.full_name)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    registered = [service.full_name for service in registry.services]
     reflection.enable_server_reflection(
-        (*served, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        (*registered, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
     port = server.add_insecure_port(address)
     server.health = health_servicer  # type: ignore[attr-defined]
@@ -94,6 +100,19 @@ def _method_handler(
         request_deserializer=method.input_type.FromString,
         response_serializer=method.output_type.SerializeToString,
     )
+
+
+def _not_served(method: Method) -> Callable[..., Any]:
+    error = GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served")
+
+    async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        raise error
+
+    async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        raise error
+        yield  # pragma: no cover - makes this an async generator like a streaming servicer
+
+    return stream if method.server_streaming else unary
 
 
 def _guard_unary(

@@ -70,8 +70,12 @@ class GatewayError(Exception):
         self.details = tuple(details)
         self.http_status = http_status or HTTP_STATUS_BY_CODE[code]
         self.headers = tuple(headers)
-        if code is grpc.StatusCode.UNAUTHENTICATED:
+        given = {name.lower() for name, _ in self.headers}
+        if code is grpc.StatusCode.UNAUTHENTICATED and "www-authenticate" not in given:
             self.headers += (("www-authenticate", "Bearer"),)
+        retry_after = _retry_after(self.details)
+        if retry_after is not None and "retry-after" not in given:
+            self.headers += (("retry-after", str(retry_after)),)
 
     @classmethod
     def from_status(cls, status: status_pb2.Status) -> GatewayError:
@@ -163,6 +167,17 @@ def body_too_large(limit: int) -> HttpRefusal:
 def internal_error() -> GatewayError:
     """What an unexpected exception becomes: INTERNAL with a message that leaks nothing."""
     return GatewayError(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)
+
+
+def _retry_after(details: Sequence[any_pb2.Any]) -> int | None:
+    """Whole seconds of a ``google.rpc.RetryInfo`` detail, which HTTP says as Retry-After."""
+    for detail in details:
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            delay = info.retry_delay
+            return max(0, delay.seconds + (1 if delay.nanos > 0 else 0))
+    return None
 
 
 def _b64(data: bytes) -> str:

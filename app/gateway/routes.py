@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import logging
 import time
 import uuid
@@ -20,8 +21,9 @@ from urllib.parse import parse_qsl
 
 import grpc
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.middleware.cors import CORSMiddleware
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import Receive, Scope, Send
 
@@ -53,6 +55,7 @@ from app.gateway.http_rules import (
     RouteTable,
     build_route_table,
 )
+from app.gateway.openapi import openapi_document
 from app.gateway.registry import Method, Registry
 
 log = logging.getLogger("portico.gateway")
@@ -71,6 +74,8 @@ class GatewayOptions:
     max_body_bytes: int = 4 * 1024 * 1024
     cors_origins: tuple[str, ...] = ()
     authenticate: Authenticate | None = None
+    # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
+    openapi: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,8 @@ class RpcDispatcher:
     ) -> None:
         context = GatewayContext(call.metadata, call.peer, call.deadline)
         try:
+            # Who is calling is settled first: an anonymous caller learns nothing from its input.
+            await self._authenticate(call)
             body = b""
             if match.plan.body:
                 _check_content_type(call.headers, b"application/json")
@@ -146,9 +153,8 @@ class RpcDispatcher:
         await _send(send, 200, b"application/json", payload, call.request_id, context)
 
     async def _invoke(self, call: _Call, context: GatewayContext, request: Any) -> Any:
-        """Authenticate, run the servicer under the deadline, and turn every ending into a reply."""
+        """Run the servicer under the deadline, and turn every ending into a reply."""
         handler = self._handler(call.method)
-        await self._authenticate(call)
         try:
             if call.deadline is None:
                 reply = await handler(request, context)
@@ -239,6 +245,7 @@ class RpcDispatcher:
         framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
         started = False
         try:
+            await self._authenticate(call)
             if method.client_streaming:
                 _check_content_type(call.headers, b"application/x-ndjson", b"application/json")
                 request: Any = streaming.ndjson_messages(
@@ -259,7 +266,6 @@ class RpcDispatcher:
                 await _send(send, 200, b"application/json", payload, call.request_id, context)
                 return
             handler = self._handler(method)
-            await self._authenticate(call)
             replies = handler(request, context).__aiter__()
             async with asyncio.timeout_at(
                 None if call.deadline is None else _loop_time(call.deadline)
@@ -337,6 +343,7 @@ class RpcDispatcher:
         match = RouteMatch(plan, ())
         error: GatewayError | None = None
         try:
+            await self._authenticate(call)
             requests = streaming.ndjson_messages(
                 pump.payloads(),
                 call.method.input_type,
@@ -344,7 +351,6 @@ class RpcDispatcher:
                 self.options.max_body_bytes,
             )
             handler = self._handler(call.method)
-            await self._authenticate(call)
             async for reply in handler(requests, context).__aiter__():
                 text = dump_json({"result": self._reply_value(match, reply)}).decode()
                 await send({"type": "websocket.send", "text": text})
@@ -620,6 +626,7 @@ def create_app(
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ready"})
 
+    _add_openapi_routes(app, registry, options)
     app.state.dispatcher = RpcDispatcher(registry, servicers, options)
     app.router.routes.append(RpcRoute(app.state.dispatcher))
     if options.cors_origins:
@@ -631,3 +638,29 @@ def create_app(
             expose_headers=["x-request-id"],
         )
     return app
+
+
+def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOptions) -> None:
+    """``/openapi.json`` (the document, encoded on first use) and ``/docs`` (Swagger UI over it)."""
+
+    @functools.cache
+    def payload() -> bytes:
+        document = options.openapi
+        if document is None:
+            secured = options.authenticate is not None
+            document = openapi_document(
+                registry,
+                options.json,
+                title="Portico",
+                version="0.0.0",
+                public_methods=lambda method: not secured,
+            )
+        return dump_json(document)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_json() -> Response:
+        return Response(payload(), media_type="application/json")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="Portico API")

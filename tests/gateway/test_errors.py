@@ -119,3 +119,21 @@ def test_set_code_without_abort_is_the_same_failure_on_both_transports() -> None
             assert caught.value.code() is grpc.StatusCode.ALREADY_EXISTS
 
     run(check())
+
+
+def test_retry_info_detail_becomes_a_retry_after_header() -> None:
+    from google.protobuf import any_pb2, duration_pb2
+
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=7, nanos=1)))
+    error = GatewayError(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", [detail])
+    assert ("retry-after", "8") in error.headers
+
+
+def test_a_given_www_authenticate_challenge_is_kept() -> None:
+    challenge = ("www-authenticate", 'Bearer error="invalid_token"')
+    error = GatewayError(grpc.StatusCode.UNAUTHENTICATED, "expired", headers=[challenge])
+    assert [h for h in error.headers if h[0] == "www-authenticate"] == [challenge]
+    assert ("www-authenticate", "Bearer") in GatewayError(
+        grpc.StatusCode.UNAUTHENTICATED, "x"
+    ).headers

@@ -1,0 +1,699 @@
+"""The OpenAPI 3.1 document of every RPC, from the descriptors and the router's JSON options.
+
+Operations come from the same binding plans the router compiles (:mod:`app.gateway.http_rules`),
+schemas from the message descriptors in their proto3 JSON form (:mod:`app.gateway.codec`), and
+descriptions from the comments in a descriptor set compiled with ``--include_source_info``.
+
+A path variable becomes one OpenAPI path parameter named after its field path, so
+``/v1/{name=shelves/*}`` is ``/v1/{name}``: OpenAPI templates cannot match several segments, so a
+variable whose pattern spans segments carries a ``pattern`` and is sent with its ``/`` unescaped.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import descriptor, descriptor_pb2
+from google.rpc import status_pb2
+
+from app.gateway.codec import JsonOptions
+from app.gateway.http_rules import BindingPlan, Variable, canonical_plan, compile_binding
+from app.gateway.registry import Method, Registry
+
+Schema = dict[str, Any]
+PublicMethods = Callable[[Method], bool]
+
+OPENAPI_VERSION = "3.1.0"
+STATUS = status_pb2.Status.DESCRIPTOR.full_name
+SECURITY_SCHEME = "bearerAuth"
+NDJSON = "application/x-ndjson"
+SSE = "text/event-stream"
+JSON = "application/json"
+
+_F = descriptor.FieldDescriptor
+_SCALARS: dict[int, Schema] = {
+    _F.TYPE_DOUBLE: {"type": "number", "format": "double"},
+    _F.TYPE_FLOAT: {"type": "number", "format": "float"},
+    # 64-bit integers are JSON strings (proto3 JSON mapping): no double can hold them.
+    _F.TYPE_INT64: {"type": "string", "format": "int64"},
+    _F.TYPE_SINT64: {"type": "string", "format": "int64"},
+    _F.TYPE_SFIXED64: {"type": "string", "format": "int64"},
+    _F.TYPE_UINT64: {"type": "string", "format": "int64"},
+    _F.TYPE_FIXED64: {"type": "string", "format": "int64"},
+    _F.TYPE_INT32: {"type": "integer", "format": "int32"},
+    _F.TYPE_SINT32: {"type": "integer", "format": "int32"},
+    _F.TYPE_SFIXED32: {"type": "integer", "format": "int32"},
+    # Unsigned 32-bit values exceed int32; int64 keeps generated clients from overflowing.
+    _F.TYPE_UINT32: {"type": "integer", "format": "int64", "minimum": 0, "maximum": 4294967295},
+    _F.TYPE_FIXED32: {"type": "integer", "format": "int64", "minimum": 0, "maximum": 4294967295},
+    _F.TYPE_BOOL: {"type": "boolean"},
+    _F.TYPE_STRING: {"type": "string"},
+    _F.TYPE_BYTES: {"type": "string", "format": "byte"},
+}
+_WRAPPERS = frozenset(
+    f"google.protobuf.{name}Value"
+    for name in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
+)
+_ANY: Schema = {
+    "type": "object",
+    "description": "Any message, with its type URL in `@type` and its fields beside it.",
+    "properties": {"@type": {"type": "string"}},
+    "required": ["@type"],
+    "additionalProperties": True,
+}
+_WELL_KNOWN: dict[str, Schema] = {
+    "google.protobuf.Timestamp": {"type": "string", "format": "date-time"},
+    "google.protobuf.Duration": {
+        "type": "string",
+        "pattern": r"^-?[0-9]+(\.[0-9]{1,9})?s$",
+        "description": "A duration in seconds with up to nine fractional digits, like `1.5s`.",
+    },
+    "google.protobuf.FieldMask": {
+        "type": "string",
+        "description": "Comma-separated field paths in lowerCamelCase, like `name,labels`.",
+    },
+    "google.protobuf.Struct": {"type": "object", "additionalProperties": True},
+    "google.protobuf.Value": {"description": "Any JSON value."},
+    "google.protobuf.ListValue": {"type": "array", "items": {}},
+    "google.protobuf.Empty": {"type": "object"},
+    "google.protobuf.Any": _ANY,
+}
+_QUERY_WKTS = frozenset(
+    {
+        "google.protobuf.Timestamp",
+        "google.protobuf.Duration",
+        "google.protobuf.FieldMask",
+        "google.protobuf.Value",
+        *_WRAPPERS,
+    }
+)
+_STATUS_DESCRIPTION = (
+    "An error: a google.rpc.Code number, a developer-facing message, and details such as "
+    "google.rpc.BadRequest field violations."
+)
+
+
+def openapi_document(
+    registry: Registry,
+    json_options: JsonOptions,
+    *,
+    title: str,
+    version: str,
+    public_methods: PublicMethods,
+    descriptor_set: str | os.PathLike[str] | bytes | None = None,
+) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every binding of every method in ``registry``.
+
+    ``descriptor_set`` (a path or bytes, compiled with source info) supplies the descriptions.
+    """
+    comments = source_comments(descriptor_set) if descriptor_set is not None else {}
+    schemas = _Schemas(json_options, comments)
+    paths = _Paths()
+    for method in registry:
+        for plan, operation_id in _plans_with_ids(method, paths.operation_ids):
+            path, parameters = paths.place(plan, schemas)
+            parameters += _query_parameters(plan, schemas)
+            operation = _operation(plan, operation_id, parameters, schemas, public_methods(method))
+            paths.add(path, plan, operation)
+    for service in registry.services:
+        for message in service.descriptor.file.message_types_by_name.values():
+            schemas.ref(message)
+    schemas.ref(status_pb2.Status.DESCRIPTOR)
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": title, "version": version, "description": _info(json_options)},
+        "tags": [_tag(s.full_name, comments) for s in registry.services],
+        "paths": paths.items,
+        "components": {
+            "schemas": dict(sorted(schemas.components.items())),
+            "responses": {"Error": _error_response()},
+            "securitySchemes": {
+                SECURITY_SCHEME: {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+            },
+        },
+    }
+
+
+def _tag(service: str, comments: Mapping[str, str]) -> dict[str, str]:
+    text = comments.get(service)
+    return {"name": service, "description": text} if text else {"name": service}
+
+
+def _info(options: JsonOptions) -> str:
+    names = "proto field names" if options.proto_names else "lowerCamelCase JSON names"
+    unknown = "ignored" if options.ignore_unknown else "refused with 400"
+    return (
+        "Every RPC over REST/JSON (the proto3 JSON mapping): its google.api.http bindings and "
+        f"the canonical `POST /package.Service/Method`. Replies use {names}; requests accept "
+        f"both spellings; unknown fields are {unknown}. 64-bit integers are strings, enums "
+        "are names (numbers accepted). Errors are google.rpc.Status bodies."
+    )
+
+
+def _error_response() -> dict[str, Any]:
+    return {
+        "description": "The call failed: a google.rpc.Status with the mapped HTTP status.",
+        "content": {JSON: {"schema": _ref(STATUS)}},
+    }
+
+
+# -- descriptions from source info --------------------------------------------------------------
+
+
+def source_comments(descriptor_set: str | os.PathLike[str] | bytes) -> dict[str, str]:
+    """Comments by full name (enum values as ``Enum.VALUE``) from a descriptor set's source info."""
+    data = descriptor_set
+    if not isinstance(data, bytes):
+        data = Path(data).read_bytes()
+    files = descriptor_pb2.FileDescriptorSet.FromString(data).file
+    found: dict[str, str] = {}
+    for file in files:
+        by_path = {tuple(loc.path): _comment(loc) for loc in file.source_code_info.location}
+        for name, path in _elements(file):
+            text = by_path.get(path)
+            if text:
+                found[name] = text
+    return found
+
+
+def _comment(location: descriptor_pb2.SourceCodeInfo.Location) -> str:
+    text = location.leading_comments or location.trailing_comments
+    return textwrap.dedent(text).strip()
+
+
+def _elements(file: descriptor_pb2.FileDescriptorProto) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """(full name, source path) of every message, field, enum, value, service and method."""
+    prefix = f"{file.package}." if file.package else ""
+    for index, message in enumerate(file.message_type):
+        yield from _message_elements(message, prefix, (4, index))
+    for index, enum in enumerate(file.enum_type):
+        yield from _enum_elements(enum, prefix, (5, index))
+    for index, service in enumerate(file.service):
+        name = prefix + service.name
+        yield name, (6, index)
+        for m_index, method in enumerate(service.method):
+            yield f"{name}.{method.name}", (6, index, 2, m_index)
+
+
+def _message_elements(
+    message: descriptor_pb2.DescriptorProto, prefix: str, path: tuple[int, ...]
+) -> Iterator[tuple[str, tuple[int, ...]]]:
+    name = prefix + message.name
+    yield name, path
+    for index, field_proto in enumerate(message.field):
+        yield f"{name}.{field_proto.name}", (*path, 2, index)
+    for index, nested in enumerate(message.nested_type):
+        yield from _message_elements(nested, f"{name}.", (*path, 3, index))
+    for index, enum in enumerate(message.enum_type):
+        yield from _enum_elements(enum, f"{name}.", (*path, 4, index))
+
+
+def _enum_elements(
+    enum: descriptor_pb2.EnumDescriptorProto, prefix: str, path: tuple[int, ...]
+) -> Iterator[tuple[str, tuple[int, ...]]]:
+    name = prefix + enum.name
+    yield name, path
+    for index, value in enumerate(enum.value):
+        yield f"{name}.{value.name}", (*path, 2, index)
+
+
+# -- schemas ------------------------------------------------------------------------------------
+
+
+def _ref(full_name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{full_name}"}
+
+
+@dataclass
+class _Schemas:
+    """Component schemas, added as operations and other schemas reference them."""
+
+    options: JsonOptions
+    comments: Mapping[str, str]
+    components: dict[str, Schema] = field(default_factory=dict)
+
+    def key(self, fd: descriptor.FieldDescriptor) -> str:
+        """The field's name in JSON under the router's options."""
+        return fd.name if self.options.proto_names else fd.json_name
+
+    def ref(self, desc: descriptor.Descriptor) -> Schema:
+        """A reference to a message's schema (or a well-known type's JSON form, inline)."""
+        if desc.full_name in _WELL_KNOWN:
+            return copy.deepcopy(_WELL_KNOWN[desc.full_name])
+        if desc.full_name in _WRAPPERS:
+            return self.scalar(desc.fields_by_name["value"])
+        if desc.full_name not in self.components:
+            self.components[desc.full_name] = {}  # placeholder first: messages may recurse
+            self.components[desc.full_name] = self.message(desc)
+        return _ref(desc.full_name)
+
+    def message(self, desc: descriptor.Descriptor, exclude: frozenset[str] = frozenset()) -> Schema:
+        """A message's JSON object schema, without the top-level fields in ``exclude``."""
+        schema: Schema = {"type": "object"}
+        text = self.comments.get(desc.full_name) or _status_text(desc)
+        oneofs = _real_oneofs(desc)
+        notes = [_oneof_note(o, self) for o in oneofs]
+        description = "\n\n".join(t for t in (text, *notes) if t)
+        if description:
+            schema["description"] = description
+        schema["properties"] = {
+            self.key(fd): self.field(fd) for fd in desc.fields if fd.name not in exclude
+        }
+        return schema
+
+    def field(self, fd: descriptor.FieldDescriptor) -> Schema:
+        """A field's schema with its comment, oneof membership and deprecation."""
+        schema = self.value(fd)
+        notes = [self.comments.get(fd.full_name, "")]
+        oneof = fd.containing_oneof
+        if oneof is not None and oneof in _real_oneofs(fd.containing_type):
+            others = ", ".join(f"`{self.key(f)}`" for f in oneof.fields)
+            notes.append(f"Part of oneof `{oneof.name}`: at most one of {others} is set.")
+        description = " ".join(n for n in notes if n)
+        if description:
+            schema["description"] = description
+        if fd.GetOptions().deprecated:
+            schema["deprecated"] = True
+        return schema
+
+    def value(self, fd: descriptor.FieldDescriptor) -> Schema:
+        """The schema of a field's JSON value: maps, arrays, messages, enums or scalars."""
+        if _is_map(fd):
+            value_field = fd.message_type.fields_by_name["value"]
+            return {"type": "object", "additionalProperties": self.single(value_field)}
+        if fd.is_repeated:
+            return {"type": "array", "items": self.single(fd)}
+        return self.single(fd)
+
+    def single(self, fd: descriptor.FieldDescriptor) -> Schema:
+        """One (non-repeated) value of the field's type."""
+        if fd.message_type is not None:
+            return self.ref(fd.message_type)
+        if fd.enum_type is not None:
+            return self.enum(fd.enum_type)
+        return self.scalar(fd)
+
+    def scalar(self, fd: descriptor.FieldDescriptor) -> Schema:
+        """A scalar field's schema (a fresh copy, safe to annotate)."""
+        return dict(_SCALARS[fd.type])
+
+    def enum(self, desc: descriptor.EnumDescriptor) -> Schema:
+        """A reference to an enum's schema: a string enum of its value names."""
+        if desc.full_name == "google.protobuf.NullValue":
+            return {"type": "null"}
+        if desc.full_name not in self.components:
+            schema: Schema = {"type": "string", "enum": [v.name for v in desc.values]}
+            lines = [self.comments.get(desc.full_name, "")]
+            for value in desc.values:
+                text = self.comments.get(f"{desc.full_name}.{value.name}")
+                if text:
+                    lines.append(f"- `{value.name}`: {' '.join(text.split())}")
+            description = "\n".join(line for line in lines if line).strip()
+            if description:
+                schema["description"] = description
+            self.components[desc.full_name] = schema
+        return _ref(desc.full_name)
+
+
+def _status_text(desc: descriptor.Descriptor) -> str:
+    return _STATUS_DESCRIPTION if desc.full_name == STATUS else ""
+
+
+def _oneof_note(oneof: descriptor.OneofDescriptor, schemas: _Schemas) -> str:
+    members = ", ".join(f"`{schemas.key(f)}`" for f in oneof.fields)
+    return f"Oneof `{oneof.name}`: at most one of {members}."
+
+
+def _real_oneofs(desc: descriptor.Descriptor) -> list[descriptor.OneofDescriptor]:
+    """Oneofs written in the .proto, without the synthetic ones of proto3 ``optional`` fields."""
+    proto = descriptor_pb2.DescriptorProto()
+    desc.CopyToProto(proto)
+    synthetic = {
+        f.oneof_index for f in proto.field if f.proto3_optional and f.HasField("oneof_index")
+    }
+    return [o for index, o in enumerate(desc.oneofs) if index not in synthetic]
+
+
+def _is_map(fd: descriptor.FieldDescriptor) -> bool:
+    return fd.message_type is not None and fd.is_repeated and fd.message_type.GetOptions().map_entry
+
+
+# -- operations ---------------------------------------------------------------------------------
+
+
+def _plans_with_ids(method: Method, taken: set[str]) -> Iterator[tuple[BindingPlan, str]]:
+    """Every binding plan of ``method`` with a unique, deterministic operationId."""
+    service = method.service.rpartition(".")[2]
+    base = f"{service}_{method.name}"
+    for index, binding in enumerate(method.http):
+        suffix = "" if index == 0 else f"_{index + 1}"
+        yield compile_binding(method, binding), _unique(base + suffix, taken)
+    yield canonical_plan(method), _unique(f"{base}_Canonical", taken)
+
+
+def _unique(candidate: str, taken: set[str]) -> str:
+    # Two services of the same name in different packages would otherwise collide.
+    name, counter = candidate, 1
+    while name in taken:
+        counter += 1
+        name = f"{candidate}_{counter}"
+    taken.add(name)
+    return name
+
+
+def _operation(
+    plan: BindingPlan,
+    operation_id: str,
+    parameters: list[Schema],
+    schemas: _Schemas,
+    public: bool,
+) -> Schema:
+    method = plan.method
+    comment = schemas.comments.get(method.full_name, "")
+    summary = _first_sentence(comment) or method.full_name
+    operation: Schema = {
+        "tags": [method.service],
+        "summary": summary,
+        "description": _operation_description(plan, comment),
+        "operationId": operation_id,
+    }
+    if parameters:
+        operation["parameters"] = parameters
+    request_body = _request_body(plan, schemas)
+    if request_body is not None:
+        operation["requestBody"] = request_body
+    operation["responses"] = {
+        "200": _success(plan, schemas),
+        "default": {"$ref": "#/components/responses/Error"},
+    }
+    operation["security"] = [] if public else [{SECURITY_SCHEME: []}]
+    operation["x-portico-rpc"] = method.full_name
+    operation["x-portico-streaming"] = method.kind
+    return operation
+
+
+def _first_sentence(text: str) -> str:
+    paragraph = " ".join(text.split("\n\n", 1)[0].split())
+    return re.split(r"(?<=\.)\s", paragraph, maxsplit=1)[0]
+
+
+def _operation_description(plan: BindingPlan, comment: str) -> str:
+    method = plan.method
+    lines = [comment] if comment else []
+    if plan.template is None:
+        lines.append("The canonical route: the body is the whole request message.")
+    lines.append(f"gRPC: `{method.grpc_path}` ({method.kind.replace('_', ' ')}).")
+    if method.client_streaming:
+        lines.append("The request body is NDJSON: one request message per line.")
+    if method.server_streaming:
+        lines.append(
+            'Replies stream as NDJSON lines `{"result": ...}`; a failure ends the stream with '
+            '`{"error": Status}`. With `Accept: text/event-stream` they come as server-sent events.'
+        )
+    if method.client_streaming and method.server_streaming:
+        lines.append(
+            "Bidirectional: open a WebSocket on this path for full duplex (JSON text frames, one "
+            'request per frame; replies as `{"result": ...}` frames, a failure as '
+            '`{"error": Status}`; an empty frame half-closes). POST is half-duplex.'
+        )
+    return "\n\n".join(lines)
+
+
+def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
+    method = plan.method
+    input_desc = method.descriptor.input_type
+    if method.client_streaming:
+        # The router reads every request of a client stream from the NDJSON body.
+        return {
+            "required": True,
+            "description": "One request message per line (NDJSON).",
+            "content": {NDJSON: {"schema": schemas.ref(input_desc)}},
+        }
+    if not plan.body:
+        return None
+    if plan.body == "*":
+        top_level = frozenset(f[0].name for _, f in plan.path_fields if len(f) == 1)
+        if top_level:
+            schema = schemas.message(input_desc, exclude=top_level)
+            schemas.ref(input_desc)  # the full message stays a component for the canonical route
+        else:
+            schema = schemas.ref(input_desc)
+    else:
+        body_field = plan.body_field
+        assert body_field is not None
+        schema = schemas.value(body_field)
+        text = schemas.comments.get(body_field.full_name)
+        if text:
+            schema["description"] = text
+    return {"required": True, "content": {JSON: {"schema": schema}}}
+
+
+def _success(plan: BindingPlan, schemas: _Schemas) -> Schema:
+    method = plan.method
+    output_desc = method.descriptor.output_type
+    if plan.response_body:
+        reply = schemas.value(output_desc.fields_by_name[plan.response_body])
+    else:
+        reply = schemas.ref(output_desc)
+    if not method.server_streaming:
+        return {"description": "The reply.", "content": {JSON: {"schema": reply}}}
+    line = {
+        "oneOf": [
+            _envelope("result", reply, "One reply."),
+            _envelope("error", _ref(STATUS), "The error that ended the stream (last line)."),
+        ]
+    }
+    return {
+        "description": "A stream of replies.",
+        "content": {
+            NDJSON: {"schema": line},
+            SSE: {
+                "schema": {
+                    "type": "string",
+                    "description": (
+                        'Server-sent events: `data: {"result": ...}` per reply; a failure ends '
+                        'the stream with `event: error` and `data: {"error": Status}`.'
+                    ),
+                }
+            },
+        },
+    }
+
+
+def _envelope(key: str, schema: Schema, description: str) -> Schema:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {key: schema},
+        "required": [key],
+        "additionalProperties": False,
+    }
+
+
+# -- paths and parameters -----------------------------------------------------------------------
+
+
+@dataclass
+class _Paths:
+    """Path items by OpenAPI path, keeping templates that differ only in names apart."""
+
+    items: dict[str, dict[str, Schema]] = field(default_factory=dict)
+    operation_ids: set[str] = field(default_factory=set)
+    shapes: dict[str, str] = field(default_factory=dict)  # path with names blanked → path
+
+    def place(self, plan: BindingPlan, schemas: _Schemas) -> tuple[str, list[Schema]]:
+        """The OpenAPI path of ``plan`` and its path parameters, distinct from those placed."""
+        verb = plan.http_method.lower()
+        parameters = _path_parameters(plan, schemas)
+        path = _openapi_path(plan, [p["name"] for p in parameters])
+        existing = self.shapes.get(_blank_names(path))
+        if existing is not None and existing != path:
+            # OpenAPI forbids two templates differing only in parameter names: reuse the first
+            # path's names, positionally; each parameter's description names the field it sets.
+            names = re.findall(r"\{([^}]+)\}", existing)
+            for parameter, name in zip(parameters, names, strict=True):
+                if parameter["name"] != name:
+                    note = f"Sets `{parameter['name']}`."
+                    parameter["description"] = f"{note} {parameter.get('description', '')}".strip()
+                    parameter["name"] = name
+            path = existing
+        if verb in self.items.get(path, {}):
+            # Same shape and verb (the patterns differ only in literals): spell the literals out.
+            parameters = _expanded_parameters(plan, schemas)
+            path = _openapi_path(plan, [p["name"] for p in parameters], expand=True)
+            if verb in self.items.get(path, {}):
+                raise ValueError(f"{plan.method.full_name}: no distinct OpenAPI path for {path}")
+        self.shapes.setdefault(_blank_names(path), path)
+        return path, parameters
+
+    def add(self, path: str, plan: BindingPlan, operation: Schema) -> None:
+        """Put ``operation`` on ``path`` under its HTTP method."""
+        self.items.setdefault(path, {})[plan.http_method.lower()] = operation
+
+
+def _blank_names(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def _openapi_path(plan: BindingPlan, names: list[str], *, expand: bool = False) -> str:
+    """The OpenAPI path template of a plan: one ``{name}`` per variable (or per wildcard)."""
+    if plan.template is None:
+        return plan.method.grpc_path
+    starts = {v.start: v for v, _ in plan.path_fields}
+    segments = plan.template.segments
+    parts: list[str] = []
+    names_left = iter(names)
+    index = 0
+    while index < len(segments):
+        variable = starts.get(index)
+        if variable is None:
+            parts.append(segments[index])
+            index += 1
+            continue
+        end = len(segments) if variable.end is None else variable.end
+        if expand:
+            parts += [
+                "{" + next(names_left) + "}" if s in ("*", "**") else s for s in segments[index:end]
+            ]
+        else:
+            parts.append("{" + next(names_left) + "}")
+        index = end
+    path = "/" + "/".join(parts)
+    return f"{path}:{plan.template.verb}" if plan.template.verb else path
+
+
+def _path_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
+    """One required path parameter per template variable, named after its field path."""
+    parameters = []
+    for variable, fields in plan.path_fields:
+        name = ".".join(schemas.key(f) for f in fields)
+        schema = schemas.single(fields[-1])
+        pattern = _variable_regex(plan, variable)
+        description = schemas.comments.get(fields[-1].full_name, "")
+        if pattern is not None:
+            schema = {**schema, "pattern": pattern}
+            note = (
+                f"`{name}` spans path segments (`{_pattern_text(plan, variable)}`); "
+                "send its `/` unescaped."
+            )
+            description = f"{description} {note}".strip()
+        parameter: Schema = {"name": name, "in": "path", "required": True, "schema": schema}
+        if description:
+            parameter["description"] = description
+        parameters.append(parameter)
+    return parameters
+
+
+def _expanded_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
+    """One path parameter per wildcard of each variable, for templates OpenAPI cannot tell apart."""
+    parameters = []
+    for variable, fields in plan.path_fields:
+        name = ".".join(schemas.key(f) for f in fields)
+        wildcards = [s for s in _variable_segments(plan, variable) if s in ("*", "**")]
+        for number, wildcard in enumerate(wildcards, start=1):
+            parameters.append(
+                {
+                    "name": f"{name}_{number}",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string"},
+                    "description": (
+                        f"Wildcard {number} of `{name}` (`{_pattern_text(plan, variable)}`)"
+                        + ("; may span segments." if wildcard == "**" else ".")
+                    ),
+                }
+            )
+    return parameters
+
+
+def _variable_segments(plan: BindingPlan, variable: Variable) -> tuple[str, ...]:
+    assert plan.template is not None
+    return plan.template.segments[variable.start : variable.end]
+
+
+def _pattern_text(plan: BindingPlan, variable: Variable) -> str:
+    return "/".join(_variable_segments(plan, variable))
+
+
+def _variable_regex(plan: BindingPlan, variable: Variable) -> str | None:
+    """A regex for a variable's value when its pattern is more than one ``*``; else None."""
+    segments = _variable_segments(plan, variable)
+    if segments == ("*",):
+        return None
+    regex = ""
+    for index, segment in enumerate(segments):
+        slash = "/" if index else ""
+        if segment == "**":  # zero or more segments
+            regex += f"(?:{slash}.*)?" if index else ".*"
+        elif segment == "*":
+            regex += slash + "[^/]+"
+        else:
+            regex += slash + re.escape(segment)
+    return f"^{regex}$"
+
+
+def _query_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
+    """Query parameters for the fields the path and body leave unbound (dotted for nested)."""
+    if plan.body == "*" or plan.method.client_streaming:
+        return []
+    input_desc = plan.method.descriptor.input_type
+    return [
+        _query_parameter(fields, schemas)
+        for fields in _query_fields(input_desc, (), plan.bound, frozenset({input_desc.full_name}))
+    ]
+
+
+def _query_fields(
+    desc: descriptor.Descriptor,
+    prefix: tuple[descriptor.FieldDescriptor, ...],
+    bound: frozenset[str],
+    seen: frozenset[str],
+) -> Iterator[tuple[descriptor.FieldDescriptor, ...]]:
+    """Field paths a query parameter can set: scalars, enums, string-shaped WKTs, nested."""
+    for fd in desc.fields:
+        path = (*prefix, fd)
+        name = ".".join(f.name for f in path)
+        if _is_map(fd) or any(name == b or name.startswith(b + ".") for b in bound):
+            continue
+        message = fd.message_type
+        if message is None or message.full_name in _QUERY_WKTS:
+            if not _is_bound(name, bound):
+                yield path
+        elif not fd.is_repeated and message.full_name not in seen and not _is_wkt(message):
+            # Recursive messages stop at their first repetition.
+            yield from _query_fields(message, path, bound, seen | {message.full_name})
+
+
+def _is_wkt(desc: descriptor.Descriptor) -> bool:
+    return desc.full_name in _WELL_KNOWN or desc.full_name in _WRAPPERS
+
+
+def _is_bound(name: str, bound: frozenset[str]) -> bool:
+    # As the router decides: a parameter is refused when it, a parent or a child is bound.
+    return any(name == b or name.startswith(b + ".") or b.startswith(name + ".") for b in bound)
+
+
+def _query_parameter(fields: tuple[descriptor.FieldDescriptor, ...], schemas: _Schemas) -> Schema:
+    fd = fields[-1]
+    parameter: Schema = {
+        "name": ".".join(schemas.key(f) for f in fields),
+        "in": "query",
+        "required": False,
+    }
+    text = schemas.comments.get(fd.full_name)
+    if text:
+        parameter["description"] = text
+    if fd.GetOptions().deprecated:
+        parameter["deprecated"] = True
+    schema = schemas.value(fd)
+    parameter["schema"] = schema
+    if fd.is_repeated:
+        parameter["explode"] = True  # repeated fields repeat the parameter: ?tag=a&tag=b
+    return parameter

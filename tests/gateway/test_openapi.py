@@ -1,0 +1,468 @@
+"""The OpenAPI document of the test API: every HttpRule form, schema shape and streaming kind."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import google.api
+import grpc_tools
+import httpx
+import pytest
+from google.api import annotations_pb2, http_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool
+from grpc_tools import protoc
+from openapi_spec_validator import OpenAPIV31SpecValidator, validate
+
+from app.gateway.codec import JsonOptions
+from app.gateway.openapi import openapi_document, source_comments
+from app.gateway.registry import Method, Registry
+from app.gateway.routes import GatewayOptions, create_app
+
+from .conftest import run, shelf_registry
+from .shelf import PROTO_FILE, PROTO_ROOT, SERVICE, ShelfServicer
+
+SCHEMAS = "#/components/schemas/"
+
+
+def _is_echo(method: Method) -> bool:
+    return method.name == "EchoThing"
+
+
+@pytest.fixture(scope="module")
+def descriptor_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test proto compiled with source info, for descriptions."""
+    out = tmp_path_factory.mktemp("descriptors") / "shelf.binpb"
+    includes = [
+        str(PROTO_ROOT),
+        str(Path(grpc_tools.__file__).parent / "_proto"),
+        str(Path(next(iter(google.api.__path__))).parent.parent),
+    ]
+    args = ["protoc", *(f"-I{i}" for i in includes), f"--descriptor_set_out={out}"]
+    assert protoc.main([*args, "--include_source_info", PROTO_FILE]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def doc(descriptor_set: Path) -> dict[str, Any]:
+    document = openapi_document(
+        shelf_registry(),
+        JsonOptions(),
+        title="Shelf",
+        version="1.2.3",
+        public_methods=_is_echo,
+        descriptor_set=descriptor_set,
+    )
+    return document
+
+
+def _operations(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [op for item in document["paths"].values() for op in item.values()]
+
+
+def _params(operation: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in operation.get("parameters", []) if p["in"] == where}
+
+
+def _schema(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return doc["components"]["schemas"][name]
+
+
+def _body_schema(operation: dict[str, Any], content_type: str = "application/json") -> Any:
+    return operation["requestBody"]["content"][content_type]["schema"]
+
+
+def _reply_schema(operation: dict[str, Any], content_type: str = "application/json") -> Any:
+    return operation["responses"]["200"]["content"][content_type]["schema"]
+
+
+def test_the_document_validates_as_openapi_3_1(doc):
+    assert doc["openapi"] == "3.1.0"
+    assert doc["info"] == {**doc["info"], "title": "Shelf", "version": "1.2.3"}
+    validate(doc, cls=OpenAPIV31SpecValidator)
+
+
+def test_every_binding_and_canonical_route_is_an_operation_with_a_unique_id(doc):
+    registry = shelf_registry()
+    operations = _operations(doc)
+    assert len(operations) == sum(len(m.http) + 1 for m in registry)
+    ids = [op["operationId"] for op in operations]
+    assert len(ids) == len(set(ids))
+    get_thing = [op["operationId"] for op in operations if op["x-portico-rpc"].endswith("GetThing")]
+    assert get_thing == ["Shelf_GetThing", "Shelf_GetThing_2", "Shelf_GetThing_Canonical"]
+    assert {op["tags"][0] for op in operations} == {SERVICE}
+
+
+def test_the_document_is_deterministic(doc, descriptor_set):
+    again = openapi_document(
+        shelf_registry(),
+        JsonOptions(),
+        title="Shelf",
+        version="1.2.3",
+        public_methods=_is_echo,
+        descriptor_set=descriptor_set.read_bytes(),
+    )
+    assert again == doc
+
+
+def test_a_multi_segment_variable_is_one_path_parameter_with_a_pattern(doc):
+    operation = doc["paths"]["/v1/{name}"]["get"]
+    name = _params(operation, "path")["name"]
+    assert name["required"] is True
+    pattern = name["schema"]["pattern"]
+    assert pattern == "^shelves/[^/]+/things(?:/.*)?$"
+    assert re.match(pattern, "shelves/1/things/a/b")
+    assert not re.match(pattern, "racks/1/things/a")
+    assert "unescaped" in name["description"]
+
+
+def test_nested_path_variables_and_query_parameters_for_the_rest(doc):
+    operation = doc["paths"]["/v1/kinds/{filter.kind}/things/{name}"]["get"]
+    assert operation["operationId"] == "Shelf_GetThing_2"
+    path = _params(operation, "path")
+    assert set(path) == {"filter.kind", "name"}
+    assert "pattern" not in path["name"]["schema"]  # a single `*` needs none
+    query = _params(operation, "query")
+    assert "filter.kind" not in query and "name" not in query
+    assert query["filter.min_size"]["schema"] == {"type": "string", "format": "int64"}
+    assert query["filter.thing_kind"]["schema"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Kind"}
+    assert query["tags"]["schema"] == {"type": "array", "items": {"type": "string"}}
+    assert query["tags"]["explode"] is True
+    assert query["as_of"]["schema"] == {"type": "string", "format": "date-time"}
+    assert query["page_size"]["schema"] == {"type": "integer", "format": "int32"}
+    assert query["token"]["schema"] == {"type": "string", "format": "byte"}
+    assert "requestBody" not in operation
+
+
+def test_get_binding_takes_every_unbound_field_as_a_query_parameter(doc):
+    operation = doc["paths"]["/v1/{name}"]["get"]
+    query = _params(operation, "query")
+    assert set(query) == {
+        "filter.kind",
+        "filter.min_size",
+        "filter.thing_kind",
+        "tags",
+        "kind",
+        "as_of",
+        "max_age",
+        "read_mask",
+        "full",
+        "limit",
+        "ratio",
+        "token",
+        "page_size",
+        "kinds",
+    }
+    assert query["kinds"]["schema"]["items"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Kind"}
+
+
+def test_body_field_binding_sends_that_field_and_the_rest_as_query(doc):
+    # `/v1/{thing.name=...}` has the same shape as GetThing's `/v1/{name}`: OpenAPI allows one.
+    operation = doc["paths"]["/v1/{name}"]["patch"]
+    assert operation["x-portico-rpc"] == f"{SERVICE}.UpdateThing"
+    path = _params(operation, "path")["name"]
+    assert path["description"].startswith("Sets `thing.name`.")
+    assert path["schema"]["pattern"] == "^shelves/[^/]+/things/[^/]+$"
+    assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
+    assert set(_params(operation, "query")) == {"update_mask"}
+
+
+def test_delete_binding_has_no_body(doc):
+    operation = doc["paths"]["/v1/{name}"]["delete"]
+    assert "requestBody" not in operation
+    assert _reply_schema(operation) == {"type": "object"}  # google.protobuf.Empty
+
+
+def test_star_body_with_path_fields_is_the_message_without_them(doc):
+    operation = doc["paths"]["/v1/{name}:cancel"]["post"]
+    body = _body_schema(operation)
+    assert body["type"] == "object"
+    assert set(body["properties"]) == {"reason"}
+    assert "parameters" not in operation or not _params(operation, "query")
+
+
+def test_star_body_without_path_fields_references_the_message(doc):
+    operation = doc["paths"]["/v1/things:echo"]["post"]
+    assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
+    assert "parameters" not in operation
+
+
+def test_response_body_answers_that_field(doc):
+    operation = doc["paths"]["/v1/{name}:view"]["get"]
+    assert _reply_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
+
+
+def test_canonical_route_takes_the_whole_request(doc):
+    operation = doc["paths"][f"/{SERVICE}/GetThing"]["post"]
+    assert operation["operationId"] == "Shelf_GetThing_Canonical"
+    assert "parameters" not in operation
+    assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.GetThingRequest"}
+    assert _reply_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
+
+
+def test_field_schemas_follow_the_proto3_json_mapping(doc):
+    thing = _schema(doc, "portico.test.v1.Thing")["properties"]
+    int64 = {"type": "string", "format": "int64"}
+    assert thing["size"] == int64
+    assert thing["serial"] == int64
+    assert thing["count"] == {"type": "integer", "format": "int32"}
+    assert thing["weight"] == {"type": "number", "format": "double"}
+    assert thing["active"] == {"type": "boolean"}
+    assert thing["payload"] == {"type": "string", "format": "byte"}
+    assert thing["kind"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Kind"}
+    assert thing["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert thing["labels"] == {"type": "object", "additionalProperties": {"type": "string"}}
+    assert thing["sizes"] == {"type": "object", "additionalProperties": int64}
+    assert thing["parts"] == {
+        "type": "array",
+        "items": {"$ref": SCHEMAS + "portico.test.v1.Thing.Part"},
+    }
+    assert thing["numbers"] == {"type": "array", "items": int64}
+    assert _schema(doc, "portico.test.v1.Thing.Kind")["enum"] == [
+        "KIND_UNSPECIFIED",
+        "KIND_BOOK",
+        "KIND_DISC",
+    ]
+    assert _schema(doc, "portico.test.v1.Thing.Kind")["type"] == "string"
+
+
+def test_well_known_types_have_their_json_forms(doc):
+    thing = _schema(doc, "portico.test.v1.Thing")["properties"]
+    assert thing["create_time"] == {"type": "string", "format": "date-time"}
+    assert thing["ttl"]["type"] == "string"
+    assert re.match(thing["ttl"]["pattern"], "1.5s")
+    assert thing["mask"]["type"] == "string"
+    assert thing["attributes"] == {"type": "object", "additionalProperties": True}
+    assert thing["limit"] == {"type": "string", "format": "int64"}
+    assert thing["note"] == {"type": "string"}
+    assert thing["flag"] == {"type": "boolean"}
+    details = _schema(doc, "google.rpc.Status")["properties"]["details"]
+    assert details["items"]["properties"]["@type"] == {"type": "string"}
+    assert details["items"]["required"] == ["@type"]
+
+
+def test_oneofs_are_documented(doc):
+    thing = _schema(doc, "portico.test.v1.Thing")
+    assert "Oneof `origin`: at most one of `url`, `part`." in thing["description"]
+    url = thing["properties"]["url"]
+    assert url["type"] == "string"
+    assert "oneof `origin`" in url["description"]
+    assert thing["properties"]["part"]["$ref"] == SCHEMAS + "portico.test.v1.Thing.Part"
+
+
+def test_descriptions_come_from_the_proto_comments(doc, descriptor_set):
+    assert _schema(doc, "portico.test.v1.Thing")["description"].startswith("Everything a field")
+    assert _schema(doc, "portico.test.v1.Thing.Kind")["description"] == "What a thing is."
+    code = _schema(doc, "portico.test.v1.FailRequest")["properties"]["code"]
+    assert code["description"] == "A google.rpc.Code number."
+    assert doc["tags"] == [{"name": SERVICE, "description": "Things on shelves."}]
+    echo = doc["paths"]["/v1/things:echo"]["post"]
+    assert echo["summary"] == "Echoes a thing back: every field type through the codec."
+    query = _params(doc["paths"]["/v1/{parent}/things"]["get"], "query")
+    assert query["fail"]["description"].startswith("Abort with FAILED_PRECONDITION")
+    comments = source_comments(descriptor_set)
+    assert comments[f"{SERVICE}.ListThings"].startswith("Streams `count` things")
+
+
+def test_without_source_info_there_are_no_descriptions_but_the_same_shapes(doc):
+    bare = openapi_document(
+        shelf_registry(), JsonOptions(), title="Shelf", version="1", public_methods=_is_echo
+    )
+    thing = _schema(bare, "portico.test.v1.Thing")
+    assert thing["description"] == "Oneof `origin`: at most one of `url`, `part`."
+    assert set(bare["paths"]) == set(doc["paths"])
+    assert bare["paths"]["/v1/things:echo"]["post"]["summary"] == f"{SERVICE}.EchoThing"
+
+
+def test_field_names_follow_the_json_options():
+    camel = openapi_document(
+        shelf_registry(),
+        JsonOptions(proto_names=False),
+        title="Shelf",
+        version="1",
+        public_methods=_is_echo,
+    )
+    thing = _schema(camel, "portico.test.v1.Thing")["properties"]
+    assert "displayName" in thing and "display_name" not in thing
+    assert "createTime" in thing
+    query = _params(camel["paths"]["/v1/kinds/{filter.kind}/things/{name}"]["get"], "query")
+    assert "filter.minSize" in query and "asOf" in query
+    assert "unknown fields are refused with 400" in camel["info"]["description"]
+    assert "lowerCamelCase" in camel["info"]["description"]
+
+
+def test_server_stream_answers_ndjson_or_sse(doc):
+    operation = doc["paths"]["/v1/{parent}/things"]["get"]
+    content = operation["responses"]["200"]["content"]
+    assert set(content) == {"application/x-ndjson", "text/event-stream"}
+    result, error = content["application/x-ndjson"]["schema"]["oneOf"]
+    assert result["properties"] == {"result": {"$ref": SCHEMAS + "portico.test.v1.Thing"}}
+    assert error["properties"] == {"error": {"$ref": SCHEMAS + "google.rpc.Status"}}
+    assert content["text/event-stream"]["schema"]["type"] == "string"
+    assert operation["x-portico-streaming"] == "server_streaming"
+    assert _params(operation, "query")["count"]["schema"] == {"type": "integer", "format": "int32"}
+
+
+def test_client_stream_takes_an_ndjson_body(doc):
+    operation = doc["paths"]["/v1/things:collect"]["post"]
+    assert set(operation["requestBody"]["content"]) == {"application/x-ndjson"}
+    assert _body_schema(operation, "application/x-ndjson") == {
+        "$ref": SCHEMAS + "portico.test.v1.Thing"
+    }
+    assert _reply_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.ThingSummary"}
+
+
+def test_bidi_stream_is_ndjson_both_ways_and_mentions_the_websocket(doc):
+    for path in ("/v1/things:chat", f"/{SERVICE}/ChatThings"):
+        operation = doc["paths"][path]["post"]
+        assert set(operation["requestBody"]["content"]) == {"application/x-ndjson"}
+        assert "application/x-ndjson" in operation["responses"]["200"]["content"]
+        assert "WebSocket" in operation["description"]
+
+
+def test_errors_are_a_shared_status_response(doc):
+    for operation in _operations(doc):
+        assert operation["responses"]["default"] == {"$ref": "#/components/responses/Error"}
+    error = doc["components"]["responses"]["Error"]
+    assert error["content"]["application/json"]["schema"] == {"$ref": SCHEMAS + "google.rpc.Status"}
+    status = _schema(doc, "google.rpc.Status")["properties"]
+    assert status["code"] == {"type": "integer", "format": "int32"}
+    assert status["message"] == {"type": "string"}
+
+
+def test_bearer_security_on_everything_but_public_rpcs(doc):
+    assert doc["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+    }
+    for operation in _operations(doc):
+        public = operation["x-portico-rpc"] == f"{SERVICE}.EchoThing"
+        assert operation["security"] == ([] if public else [{"bearerAuth": []}])
+
+
+def _colliding_registry() -> Registry:
+    """A method with two GET bindings OpenAPI cannot tell apart by shape alone."""
+    name = "portico/test/v1/openapi_collide.proto"
+    pool = descriptor_pool.Default()
+    try:
+        return Registry([pool.FindFileByName(name)])
+    except KeyError:
+        pass
+    file = descriptor_pb2.FileDescriptorProto(
+        name=name, package="portico.test.collide", syntax="proto3"
+    )
+    file.dependency.append("google/api/annotations.proto")
+    request = file.message_type.add(name="GetRequest")
+    request.field.add(name="name", number=1, type=9, label=1)
+    method = file.service.add(name="Books").method.add(
+        name="GetBook",
+        input_type=".portico.test.collide.GetRequest",
+        output_type=".portico.test.collide.GetRequest",
+    )
+    rule = http_pb2.HttpRule(get="/v1/{name=shelves/*/books/*}")
+    rule.additional_bindings.add(get="/v1/{name=publishers/*/books/*}")
+    method.options.Extensions[annotations_pb2.http].CopyFrom(rule)
+    return Registry([pool.AddSerializedFile(file.SerializeToString())])
+
+
+def test_templates_that_differ_only_in_literals_spell_them_out():
+    document = openapi_document(
+        _colliding_registry(),
+        JsonOptions(),
+        title="Collide",
+        version="1",
+        public_methods=lambda m: False,
+    )
+    validate(document, cls=OpenAPIV31SpecValidator)
+    assert set(document["paths"]) == {
+        "/v1/{name}",
+        "/v1/publishers/{name_1}/books/{name_2}",
+        "/portico.test.collide.Books/GetBook",
+    }
+    expanded = document["paths"]["/v1/publishers/{name_1}/books/{name_2}"]["get"]
+    assert [p["name"] for p in expanded["parameters"]] == ["name_1", "name_2"]
+    assert expanded["operationId"] == "Books_GetBook_2"
+
+
+# -- served by the app ----------------------------------------------------------------------------
+
+
+async def _get(app: Any, path: str) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://portico") as client:
+        return await client.get(path)
+
+
+def test_the_app_serves_the_document_it_was_given(doc):
+    app = create_app(shelf_registry(), {}, GatewayOptions(openapi=doc))
+    response = run(_get(app, "/openapi.json"))
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == doc
+
+
+def test_without_a_document_the_app_serves_one_from_its_registry_and_options():
+    options = GatewayOptions(json=JsonOptions(proto_names=False))
+    app = create_app(shelf_registry(), {}, options)
+    expected = openapi_document(
+        shelf_registry(),
+        options.json,
+        title="Portico",
+        version="0.0.0",
+        public_methods=lambda m: True,  # nothing authenticates
+    )
+    assert run(_get(app, "/openapi.json")).json() == expected
+
+
+def test_docs_serve_an_interactive_ui_over_the_document():
+    app = create_app(shelf_registry(), {})
+    response = run(_get(app, "/docs"))
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert "/openapi.json" in response.text
+    assert "swagger-ui" in response.text.lower()
+
+
+_SAMPLES = {
+    ("string", None): "x",
+    ("string", "int64"): "5",
+    ("string", "byte"): "AAAA",
+    ("string", "date-time"): "2024-01-01T00:00:00Z",
+    ("integer", "int32"): "3",
+    ("number", "double"): "1.5",
+    ("boolean", None): "true",
+}
+
+
+def _sample(schema: dict[str, Any]) -> str:
+    if "$ref" in schema:
+        return "KIND_BOOK"
+    if schema.get("type") == "array":
+        return _sample(schema["items"])
+    if "pattern" in schema:
+        return "1s"  # the only patterned query type here is a Duration
+    return _SAMPLES[schema.get("type"), schema.get("format")]
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [("/v1/{name}", "shelves/1/things/a/b"), ("/v1/kinds/{filter.kind}/things/{name}", "a")],
+)
+def test_the_router_accepts_every_documented_query_parameter(doc, path, name):
+    operation = doc["paths"][path]["get"]
+    query = {key: _sample(p["schema"]) for key, p in _params(operation, "query").items()}
+    url = path.replace("{name}", name).replace("{filter.kind}", "k")
+    servicer = ShelfServicer()
+    app = create_app(shelf_registry(), {SERVICE: servicer})
+
+    async def get() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://portico") as client:
+            return await client.get(url, params=query)
+
+    response = run(get())
+    assert response.status_code == 200, response.text
+    assert servicer.requests[0].name == name
+    assert servicer.requests[0].tags == ["x"]

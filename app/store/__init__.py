@@ -1,0 +1,43 @@
+"""Persistent state: protobuf objects with revisions, an event log with watches, accounts.
+
+SQLite in the data directory by default; a ``postgresql://`` URL lets several Portico processes
+share one database and act as one system, with background work on one elected leader.
+"""
+
+from __future__ import annotations
+
+from app.store.engine import create_store_engine, normalize_url
+from app.store.errors import (
+    AlreadyExists,
+    Conflict,
+    NotFound,
+    OutOfRange,
+    SchemaTooNew,
+    StoreError,
+    Unavailable,
+)
+from app.store.leader import LeaderElection
+from app.store.objects import ObjectStore, Record, Transaction
+from app.store.tables import SCHEMA_VERSION, Account, RevokedToken
+from app.store.watch import Event, EventType
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Account",
+    "AlreadyExists",
+    "Conflict",
+    "Event",
+    "EventType",
+    "LeaderElection",
+    "NotFound",
+    "ObjectStore",
+    "OutOfRange",
+    "Record",
+    "RevokedToken",
+    "SchemaTooNew",
+    "StoreError",
+    "Transaction",
+    "Unavailable",
+    "create_store_engine",
+    "normalize_url",
+]

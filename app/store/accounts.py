@@ -1,0 +1,101 @@
+"""Accounts and revoked tokens: the typed tables the auth service reads and writes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from app.store.errors import AlreadyExists, NotFound
+from app.store.tables import Account, RevokedToken
+
+_accounts = Account.__table__
+_revoked = RevokedToken.__table__
+
+# The columns update_account may change; the rest identify the account or are kept by the store.
+ACCOUNT_CHANGEABLE = frozenset({"password_hash", "role", "enabled"})
+
+
+def _account(row: Any) -> Account:
+    return Account(**row._mapping)
+
+
+def insert_account(
+    conn: Connection, username: str, password_hash: str, role: str, enabled: bool, now: datetime
+) -> Account:
+    """Add an account; ``AlreadyExists`` if the username is taken."""
+    if select_account(conn, username) is not None:
+        raise AlreadyExists(f"account {username!r} already exists")
+    values = {
+        "username": username,
+        "password_hash": password_hash,
+        "role": role,
+        "enabled": enabled,
+        "created_at": now,
+        "updated_at": now,
+    }
+    account_id = conn.execute(insert(_accounts).values(values)).inserted_primary_key[0]
+    return Account(id=account_id, **values)
+
+
+def select_account(conn: Connection, username: str) -> Account | None:
+    """The account called ``username``, if any."""
+    row = conn.execute(select(_accounts).where(_accounts.c.username == username)).first()
+    return None if row is None else _account(row)
+
+
+def select_account_by_id(conn: Connection, account_id: int) -> Account | None:
+    """The account with ``account_id``, if any."""
+    row = conn.execute(select(_accounts).where(_accounts.c.id == account_id)).first()
+    return None if row is None else _account(row)
+
+
+def select_accounts(conn: Connection) -> list[Account]:
+    """Every account, ordered by username."""
+    return [_account(row) for row in conn.execute(select(_accounts).order_by(_accounts.c.username))]
+
+
+def change_account(
+    conn: Connection, username: str, changes: dict[str, Any], now: datetime
+) -> Account:
+    """Apply ``changes`` (see ``ACCOUNT_CHANGEABLE``) to an account; ``NotFound`` if missing."""
+    unknown = set(changes) - ACCOUNT_CHANGEABLE
+    if unknown:
+        raise ValueError(f"cannot change account field(s): {', '.join(sorted(unknown))}")
+    result = conn.execute(
+        update(_accounts).where(_accounts.c.username == username).values(**changes, updated_at=now)
+    )
+    if result.rowcount == 0:
+        raise NotFound(f"account {username!r} not found")
+    account = select_account(conn, username)
+    assert account is not None
+    return account
+
+
+def remove_account(conn: Connection, username: str) -> Account:
+    """Delete an account and return it; ``NotFound`` if missing."""
+    account = select_account(conn, username)
+    if account is None:
+        raise NotFound(f"account {username!r} not found")
+    conn.execute(delete(_accounts).where(_accounts.c.id == account.id))
+    return account
+
+
+def insert_revocation(conn: Connection, jti: str, expires_at: datetime) -> None:
+    """Refuse token ``jti`` until ``expires_at``; revoking twice keeps the later expiry."""
+    known = conn.execute(select(_revoked.c.expires_at).where(_revoked.c.jti == jti)).scalar()
+    if known is None:
+        conn.execute(insert(_revoked).values(jti=jti, expires_at=expires_at))
+    elif known < expires_at:
+        conn.execute(update(_revoked).where(_revoked.c.jti == jti).values(expires_at=expires_at))
+
+
+def revocation_exists(conn: Connection, jti: str) -> bool:
+    """Whether token ``jti`` has been revoked."""
+    return conn.execute(select(_revoked.c.jti).where(_revoked.c.jti == jti)).first() is not None
+
+
+def delete_expired_revocations(conn: Connection, now: datetime) -> int:
+    """Forget revocations of tokens that have expired by ``now``; returns how many."""
+    return conn.execute(delete(_revoked).where(_revoked.c.expires_at <= now)).rowcount

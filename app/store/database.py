@@ -1,0 +1,217 @@
+"""Running blocking database work from asyncio: a small thread pool, serialised write transactions.
+
+Every write transaction takes one global write lock first (``BEGIN IMMEDIATE`` on SQLite, a
+transaction-level advisory lock on PostgreSQL). Serialised writers make the event log's revision
+order the commit order, so a watcher that has read revision N can never later meet a smaller one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+import psycopg
+from sqlalchemy import Connection, Engine
+from sqlalchemy import exc as sa_exc
+
+from app.store.engine import is_sqlite, open_sqlite_connection
+from app.store.errors import StoreError, Unavailable, map_database_error
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_DRIVER_ERRORS = (sa_exc.DBAPIError, sa_exc.TimeoutError, sqlite3.Error, psycopg.Error)
+# Inline reads must never stall the event loop for long; on contention they go to the pool.
+_INLINE_BUSY_TIMEOUT = 0.05
+
+
+def advisory_lock_key(name: str, namespace: str) -> int:
+    """A stable signed 64-bit PostgreSQL advisory lock key for ``name`` within a schema."""
+    digest = hashlib.blake2b(f"{namespace}\0{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def call_mapped(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Call ``fn``, turning driver exceptions into store errors at this boundary."""
+    try:
+        return fn(*args, **kwargs)
+    except StoreError:
+        raise
+    except _DRIVER_ERRORS as exc:
+        mapped = map_database_error(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+class Database:
+    """An engine plus the thread pool and locks that let coroutines use it safely."""
+
+    def __init__(self, engine: Engine, *, workers: int = 8) -> None:
+        self.engine = engine
+        self.is_sqlite = is_sqlite(engine)
+        self.namespace = call_mapped(self._query_namespace)
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="store")
+        # One write transaction per process at a time: a second one would only park a worker
+        # thread on the database lock, and enough of those starve the transaction holding it.
+        self._write_lock = asyncio.Lock()
+        self._closed = False
+        self._write_key = advisory_lock_key("portico.store.write", self.namespace)
+        # SQLite point reads take microseconds in WAL mode (readers never wait for writers),
+        # far less than a hop to a worker thread, so the hot reads run on the loop itself.
+        self.inline_reader: sqlite3.Connection | None = (
+            open_sqlite_connection(engine, _INLINE_BUSY_TIMEOUT) if self.is_sqlite else None
+        )
+
+    def _query_namespace(self) -> str:
+        if self.is_sqlite:
+            return ""
+        with self.engine.connect() as conn:
+            return str(conn.exec_driver_sql("SELECT current_schema()").scalar() or "")
+
+    def begin_write(self, conn: Connection) -> None:
+        """Open a write transaction on ``conn`` holding the global write lock."""
+        if self.is_sqlite:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql(f"BEGIN; SELECT pg_advisory_xact_lock({self._write_key})")
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` on a worker thread outside any explicit transaction."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(call_mapped, self._read_sync, fn, *args)
+        )
+
+    def _read_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        with self.engine.connect() as conn:
+            return fn(conn, *args)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` in one write transaction on a worker thread."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        async with self._write_lock:
+            return await loop.run_in_executor(
+                self._executor, functools.partial(call_mapped, self._write_sync, fn, *args)
+            )
+
+    def _write_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        with self.engine.connect() as conn:
+            self.begin_write(conn)
+            try:
+                result = fn(conn, *args)
+                conn.exec_driver_sql("COMMIT")
+            except BaseException:
+                rollback_quietly(conn)
+                raise
+            return result
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[TransactionRunner]:
+        """A write transaction kept open across awaits; commits on success, else rolls back."""
+        self._check_open()
+        async with self._write_lock:
+            runner = TransactionRunner(self._executor)
+            try:
+                await runner.run_sync(self._checkout_and_begin, runner)
+                yield runner
+            except BaseException:
+                await runner.finish(commit=False)
+                raise
+            else:
+                await runner.finish(commit=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Unavailable("the store is closed (server shutting down)")
+
+    def _checkout_and_begin(self, runner: TransactionRunner) -> None:
+        conn = self.engine.connect()
+        try:
+            self.begin_write(conn)
+        except BaseException:
+            conn.close()
+            raise
+        runner.conn = conn
+
+    async def close(self) -> None:
+        """Wait for running work, then close every connection."""
+        self._closed = True
+        await asyncio.get_running_loop().run_in_executor(None, self.close_now)
+
+    def close_now(self) -> None:
+        """Close from synchronous code, blocking until running work is done."""
+        self._closed = True
+        self._executor.shutdown(wait=True)
+        if self.inline_reader is not None:
+            self.inline_reader.close()
+            self.inline_reader = None
+        self.engine.dispose()
+
+
+class TransactionRunner:
+    """Runs steps of one open write transaction, one at a time, on worker threads."""
+
+    def __init__(self, executor: ThreadPoolExecutor) -> None:
+        self.conn: Connection | None = None
+        self._executor = executor
+        self._pending: asyncio.Future[Any] | None = None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` inside the transaction."""
+        return await self.run_sync(self._with_conn, fn, *args)
+
+    def _with_conn(self, fn: Callable[..., T], *args: Any) -> T:
+        assert self.conn is not None, "transaction is not open"
+        return fn(self.conn, *args)
+
+    async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on a worker thread, as the transaction's only work in flight."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor, functools.partial(call_mapped, fn, *args))
+        self._pending = future
+        # Shielded: if the caller is cancelled the thread still owns the connection until done.
+        return await asyncio.shield(future)
+
+    async def finish(self, *, commit: bool) -> None:
+        """Commit or roll back, then hand the connection back to the pool."""
+        # Shielded: a cancelled caller must not leave the transaction (and its lock) open.
+        await asyncio.shield(self._finish(commit))
+
+    async def _finish(self, commit: bool) -> None:
+        if self._pending is not None and not self._pending.done():
+            await asyncio.wait([self._pending])
+        if self.conn is None:
+            return
+        await asyncio.get_running_loop().run_in_executor(
+            self._executor, functools.partial(call_mapped, self._finish_sync, commit)
+        )
+
+    def _finish_sync(self, commit: bool) -> None:
+        conn, self.conn = self.conn, None
+        assert conn is not None
+        try:
+            if commit:
+                conn.exec_driver_sql("COMMIT")
+            else:
+                rollback_quietly(conn)
+        except BaseException:
+            rollback_quietly(conn)
+            raise
+        finally:
+            conn.close()
+
+
+def rollback_quietly(conn: Connection) -> None:
+    """Roll back whatever transaction ``conn`` has open, if any."""
+    # The transaction may already be gone (failed BEGIN, lost connection); nothing to undo then.
+    with contextlib.suppress(*_DRIVER_ERRORS):
+        conn.exec_driver_sql("ROLLBACK")

@@ -1,0 +1,113 @@
+"""Errors raised by the store, each with the gRPC status code a servicer should abort with.
+
+    StoreError                  INTERNAL
+     ├── NotFound               NOT_FOUND        no object/account under that key
+     ├── AlreadyExists          ALREADY_EXISTS   create of a key that exists
+     ├── Conflict               ABORTED          expected revision did not match
+     ├── Unavailable            UNAVAILABLE      database locked or unreachable; retry later
+     ├── OutOfRange             OUT_OF_RANGE     watch from a revision the log no longer holds
+     └── SchemaTooNew           FAILED_PRECONDITION  database written by a newer Portico
+
+Database driver exceptions never leave the store: :func:`map_database_error` turns them into
+one of these at the boundary (``raise mapped from exc``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import ClassVar
+
+import grpc
+import psycopg
+from sqlalchemy import exc as sa_exc
+
+DEFAULT_RETRY_AFTER = 1.0
+
+
+class StoreError(Exception):
+    """Base of every store error; ``code`` is the gRPC status to report."""
+
+    code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(StoreError):
+    """The object or account does not exist."""
+
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExists(StoreError):
+    """An object or account with that key already exists."""
+
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class Conflict(StoreError):
+    """An optimistic-concurrency check failed: the object changed since it was read."""
+
+    code = grpc.StatusCode.ABORTED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected_revision: int | None = None,
+        actual_revision: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.expected_revision = expected_revision
+        self.actual_revision = actual_revision
+
+
+class Unavailable(StoreError):
+    """The database is busy or unreachable; the caller may retry after ``retry_after`` seconds."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+
+    def __init__(self, message: str, *, retry_after: float = DEFAULT_RETRY_AFTER) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class OutOfRange(StoreError):
+    """A watch asked for events the compacted log no longer holds."""
+
+    code = grpc.StatusCode.OUT_OF_RANGE
+
+    def __init__(self, message: str, *, compacted_revision: int) -> None:
+        super().__init__(message)
+        self.compacted_revision = compacted_revision
+
+
+class SchemaTooNew(StoreError):
+    """The database schema was written by a newer version of Portico."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+def map_database_error(exc: BaseException) -> StoreError | None:
+    """The store error a driver exception stands for, or None if it is a bug to surface as is."""
+    orig = exc.orig if isinstance(exc, sa_exc.DBAPIError) else exc
+    if isinstance(orig, sqlite3.OperationalError):
+        text = str(orig)
+        if "locked" in text or "busy" in text:
+            return Unavailable(f"database is busy ({text}); retry shortly")
+        return Unavailable(f"database unavailable: {text}")
+    if isinstance(orig, psycopg.errors.LockNotAvailable):
+        return Unavailable("database is busy (lock timeout); retry shortly")
+    if isinstance(orig, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
+        return Unavailable(f"database transaction conflict ({orig.sqlstate}); retry shortly")
+    if isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError):
+        return Unavailable(f"database unavailable: {str(orig).strip() or type(orig).__name__}")
+    if isinstance(exc, sa_exc.TimeoutError):
+        return Unavailable("no free database connection; retry shortly")
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return Unavailable("database connection lost; retry shortly")
+    if isinstance(exc, sa_exc.IntegrityError):
+        # Writes are serialised, so this is a race with a writer outside the store's rules.
+        return Conflict(f"concurrent write conflict: {orig}")
+    return None

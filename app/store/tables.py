@@ -1,0 +1,133 @@
+"""SQLModel tables of the store: accounts, revoked tokens, protobuf objects and the event log."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, LargeBinary, String
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Field, SQLModel
+
+# Bump together with a migration step in app/store/schema.py.
+SCHEMA_VERSION = 1
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on every backend (SQLite keeps no zone, so UTC is implied there)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("store timestamps must be timezone-aware")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utc_now() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def _timestamp(**kwargs: Any) -> Any:
+    return Field(sa_column=Column(UTCDateTime(), nullable=False, **kwargs))
+
+
+def _name_type(length: int) -> Any:
+    # Byte-wise ("C") order on PostgreSQL, as SQLite's BINARY collation: keys sort and match
+    # prefixes the same on both backends whatever the database's locale.
+    return String(length).with_variant(String(length, collation="C"), "postgresql")
+
+
+# SQLite only gives INTEGER PRIMARY KEY columns autoincrement; PostgreSQL wants 64 bits.
+_RevisionInt = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Account(SQLModel, table=True):
+    """A user or node that can log in; the password is stored only as a hash."""
+
+    __tablename__ = "account"
+    # AUTOINCREMENT: a deleted account's id (a token's subject) must never be handed out again.
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
+    password_hash: str
+    role: str
+    enabled: bool = True
+    created_at: datetime = _timestamp()
+    updated_at: datetime = _timestamp()
+
+
+class RevokedToken(SQLModel, table=True):
+    """A token refused until it would have expired anyway (then it can be purged)."""
+
+    __tablename__ = "revoked_token"
+
+    jti: str = Field(sa_column=Column(String(128), primary_key=True))
+    expires_at: datetime = _timestamp(index=True)
+
+
+class StoredObject(SQLModel, table=True):
+    """One protobuf object; ``revision`` is the log revision of its last write."""
+
+    __tablename__ = "stored_object"
+
+    kind: str = Field(sa_column=Column(_name_type(128), primary_key=True))
+    key: str = Field(sa_column=Column(_name_type(512), primary_key=True))
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    revision: int = Field(sa_column=Column(BigInteger, nullable=False))
+    created_at: datetime = _timestamp()
+    updated_at: datetime = _timestamp()
+
+
+class EventLogEntry(SQLModel, table=True):
+    """One write in the append-only event log; ``revision`` is global and only grows."""
+
+    __tablename__ = "event_log"
+    # AUTOINCREMENT: SQLite must never reuse a revision after the log is compacted.
+    __table_args__ = (
+        Index("ix_event_log_kind_revision", "kind", "revision"),
+        {"sqlite_autoincrement": True},
+    )
+
+    revision: int | None = Field(
+        default=None, sa_column=Column(_RevisionInt, primary_key=True, autoincrement=True)
+    )
+    kind: str = Field(sa_column=Column(_name_type(128), nullable=False))
+    key: str = Field(sa_column=Column(_name_type(512), nullable=False))
+    type: str = Field(sa_column=Column(String(16), nullable=False))
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    at: datetime = _timestamp(index=True)
+
+
+class SchemaVersion(SQLModel, table=True):
+    """Each schema version applied to this database, so later releases know what to migrate."""
+
+    __tablename__ = "schema_version"
+
+    version: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    applied_at: datetime = _timestamp()
+
+
+class StoreMeta(SQLModel, table=True):
+    """Named integers the store keeps about itself (e.g. how far the log was compacted)."""
+
+    __tablename__ = "store_meta"
+
+    name: str = Field(sa_column=Column(String(64), primary_key=True))
+    value: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+STORE_TABLES = (Account, RevokedToken, StoredObject, EventLogEntry, SchemaVersion, StoreMeta)
+COMPACTED_REVISION = "compacted_revision"

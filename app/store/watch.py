@@ -1,0 +1,167 @@
+"""Watching the event log: replay from a revision, then follow new events as they commit.
+
+In-process writers wake watchers at once through :class:`RevisionFeed`; writes by other processes
+are noticed by one poller per store that reads the log's head every ``poll_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+from collections.abc import AsyncIterator, Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, func, select
+
+from app.store.errors import OutOfRange, Unavailable
+from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoreMeta
+
+if TYPE_CHECKING:
+    from app.store.database import Database
+
+REPLAY_BATCH = 500
+
+_log = EventLogEntry.__table__
+_meta = StoreMeta.__table__
+
+
+class EventType(enum.StrEnum):
+    """What a write did to an object."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One committed write; ``data`` is the object after it (before it, for a deletion)."""
+
+    revision: int
+    kind: str
+    key: str
+    type: EventType
+    data: bytes
+    at: datetime
+
+
+def compacted_revision(conn: Connection) -> int:
+    """The newest revision removed from the log by compaction (0 if never compacted)."""
+    value = conn.execute(select(_meta.c.value).where(_meta.c.name == COMPACTED_REVISION)).scalar()
+    return int(value or 0)
+
+
+def head_revision(conn: Connection) -> int:
+    """The newest committed revision, even when compaction emptied the log."""
+    newest = conn.execute(select(func.max(_log.c.revision))).scalar()
+    return max(int(newest or 0), compacted_revision(conn))
+
+
+def read_events(
+    conn: Connection, after: int, kinds: tuple[str, ...] | None, limit: int
+) -> tuple[list[Event], int, int]:
+    """Events after ``after`` (all kinds if ``kinds`` is None) as ``(events, scanned, compacted)``.
+
+    ``scanned`` is the revision up to which the log has been read, even where no event matched.
+    """
+    # The head is read first: writers are serialised, so every revision up to it is committed.
+    head = head_revision(conn)
+    query = (
+        select(_log.c.revision, _log.c.kind, _log.c.key, _log.c.type, _log.c.data, _log.c.at)
+        .where(_log.c.revision > after, _log.c.revision <= head)
+        .order_by(_log.c.revision)
+        .limit(limit)
+    )
+    if kinds is not None:
+        query = query.where(_log.c.kind.in_(kinds))
+    events = [
+        Event(row.revision, row.kind, row.key, EventType(row.type), row.data, row.at)
+        for row in conn.execute(query)
+    ]
+    # Read after the events: a compaction that raced the read shows up here, never as a gap.
+    compacted = compacted_revision(conn)
+    scanned = events[-1].revision if len(events) == limit else head
+    return events, scanned, compacted
+
+
+class RevisionFeed:
+    """The newest revision this process knows of, and a way to wait until it moves past one."""
+
+    def __init__(self, database: Database, head: int, poll_interval: float) -> None:
+        self.head = head
+        self._database = database
+        self._poll_interval = poll_interval
+        self._changed = asyncio.Event()
+        self._poller: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def advance(self, revision: int) -> None:
+        """Record that ``revision`` is committed and wake everyone waiting for it."""
+        if revision > self.head:
+            self.head = revision
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
+
+    async def wait_past(self, revision: int) -> None:
+        """Return once a revision newer than ``revision`` is known to be committed."""
+        self._start_poller()
+        while self.head <= revision:
+            if self._closed:
+                raise Unavailable("the store is shutting down; watch again elsewhere or later")
+            await self._changed.wait()
+
+    def _start_poller(self) -> None:
+        if self._closed:
+            return
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(
+                self._poll_other_writers(), name="store-revision-poller"
+            )
+
+    async def _poll_other_writers(self) -> None:
+        while True:
+            await asyncio.sleep(self._poll_interval)
+            # A failed poll is retried next tick; watchers just wait a little longer.
+            with contextlib.suppress(Exception):
+                self.advance(await self._database.read(head_revision))
+
+    async def close(self) -> None:
+        """Stop the poller and end every watch still waiting (with ``Unavailable``)."""
+        self._closed = True
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+            self._poller = None
+
+
+async def follow_events(
+    database: Database,
+    feed: RevisionFeed,
+    kinds: Collection[str] | str | None,
+    since_revision: int,
+) -> AsyncIterator[Event]:
+    """Every event after ``since_revision`` for ``kinds``, then new ones as they commit."""
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    wanted = None if kinds is None else tuple(kinds)
+    after = since_revision
+    while True:
+        events, scanned, compacted = await database.read(read_events, after, wanted, REPLAY_BATCH)
+        if after < compacted:
+            raise OutOfRange(
+                f"revision {after} is older than the compacted event log (compacted through "
+                f"revision {compacted}); list the current objects and watch from their revision",
+                compacted_revision=compacted,
+            )
+        feed.advance(scanned)
+        for event in events:
+            yield event
+        after = max(after, scanned)
+        if len(events) < REPLAY_BATCH:
+            await feed.wait_past(after)

@@ -1,0 +1,98 @@
+"""Leader election: exactly one leader on PostgreSQL, quick takeover when it dies."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import pytest
+
+from app.store import LeaderElection, ObjectStore
+from tests.store.conftest import run
+
+RETRY = 0.2
+
+
+async def campaign(election: LeaderElection) -> asyncio.Task[None]:
+    return asyncio.create_task(election.run())
+
+
+async def stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def test_on_sqlite_the_process_is_leader_at_once(sqlite_url):
+    async def body() -> None:
+        async with ObjectStore.open(sqlite_url) as store:
+            changes: list[str] = []
+            election = LeaderElection(
+                store,
+                on_elected=lambda: changes.append("elected"),
+                on_deposed=lambda: changes.append("deposed"),
+            )
+            task = await campaign(election)
+            await asyncio.wait_for(election.wait_elected(), 1)
+            assert election.is_leader
+            await stop(task)
+            assert not election.is_leader
+            assert changes == ["elected", "deposed"]
+
+    run(body())
+
+
+@pytest.mark.postgres
+def test_one_leader_among_many_and_a_successor_when_it_stops(postgres_url):
+    async def body() -> None:
+        async with (
+            ObjectStore.open(postgres_url) as one,
+            ObjectStore.open(postgres_url) as two,
+            ObjectStore.open(postgres_url) as three,
+        ):
+            elections = [LeaderElection(s, retry_interval=RETRY) for s in (one, two, three)]
+            tasks = {e: await campaign(e) for e in elections}
+            await asyncio.wait(
+                [asyncio.create_task(e.wait_elected()) for e in elections],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            await asyncio.sleep(RETRY * 4)
+            leaders = [e for e in elections if e.is_leader]
+            assert len(leaders) == 1
+
+            began = time.monotonic()
+            await stop(tasks.pop(leaders[0]))
+            await asyncio.wait(
+                [asyncio.create_task(e.wait_elected()) for e in tasks],
+                return_when=asyncio.FIRST_COMPLETED,
+                timeout=5,
+            )
+            assert time.monotonic() - began < 3
+            await asyncio.sleep(RETRY * 4)
+            assert sum(e.is_leader for e in tasks) == 1
+            for task in tasks.values():
+                await stop(task)
+
+    run(body())
+
+
+@pytest.mark.postgres
+def test_killing_the_leader_process_hands_leadership_over(postgres_url, spawn_peer):
+    leader = spawn_peer(postgres_url, "lead")
+    assert leader.next_line(timeout=20) == "leader"
+
+    async def body() -> None:
+        async with ObjectStore.open(postgres_url) as store:
+            election = LeaderElection(store, retry_interval=RETRY)
+            task = await campaign(election)
+            await asyncio.sleep(1.0)
+            assert not election.is_leader
+
+            began = time.monotonic()
+            leader.kill()
+            await asyncio.wait_for(election.wait_elected(), 10)
+            assert time.monotonic() - began < 5
+            await stop(task)
+
+    run(body())

@@ -1,0 +1,191 @@
+"""Watches: replay from a revision, follow live writes, resume, and compaction's OUT_OF_RANGE."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import grpc
+import pytest
+
+from app.store import Event, EventType, ObjectStore, OutOfRange, Unavailable
+from app.store.watch import REPLAY_BATCH
+from tests.store.conftest import run
+
+
+async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
+    """The next ``count`` events."""
+    return [await anext(events) for _ in range(count)]
+
+
+def test_replay_gives_every_write_in_order_with_its_type(with_store):
+    async def body(store: ObjectStore):
+        created = await store.create("Cluster", "alpha", b"v1")
+        updated = await store.update("Cluster", "alpha", b"v2")
+        deleted = await store.delete("Cluster", "alpha")
+
+        async with contextlib.aclosing(store.watch("Cluster", 0)) as events:
+            replayed = await take(events, 3)
+        assert [(e.type, e.key, e.data) for e in replayed] == [
+            (EventType.CREATED, "alpha", b"v1"),
+            (EventType.UPDATED, "alpha", b"v2"),
+            (EventType.DELETED, "alpha", b"v2"),  # a deletion carries the last data
+        ]
+        assert [e.revision for e in replayed] == [
+            created.revision,
+            updated.revision,
+            deleted.revision,
+        ]
+
+    with_store(body)
+
+
+def test_watch_only_sees_the_kinds_it_asked_for(with_store):
+    async def body(store: ObjectStore):
+        await store.create("Cluster", "alpha", b"")
+        await store.create("Machine", "alpha/m0", b"")
+        await store.create("Kubeconfig", "alpha", b"")
+        await store.create("Machine", "alpha/m1", b"")
+
+        async with contextlib.aclosing(store.watch(["Machine", "Kubeconfig"], 0)) as events:
+            assert [(e.kind, e.key) for e in await take(events, 3)] == [
+                ("Machine", "alpha/m0"),
+                ("Kubeconfig", "alpha"),
+                ("Machine", "alpha/m1"),
+            ]
+        async with contextlib.aclosing(store.watch(None, 0)) as everything:
+            assert len(await take(everything, 4)) == 4
+
+    with_store(body)
+
+
+def test_a_watcher_wakes_at_once_for_a_write_in_its_process(with_store):
+    async def body(store: ObjectStore):
+        start = await store.current_revision()
+        async with contextlib.aclosing(store.watch("Cluster", start)) as events:
+            waiting = asyncio.create_task(anext(events))
+            await asyncio.sleep(0.05)
+            assert not waiting.done()
+            began = time.monotonic()
+            written = await store.create("Cluster", "alpha", b"")
+            event = await waiting
+            # Far below the poll interval used for other processes' writes.
+            assert time.monotonic() - began < 0.2
+        assert (event.revision, event.type, event.key) == (
+            written.revision,
+            EventType.CREATED,
+            "alpha",
+        )
+
+    with_store(body, poll_interval=5.0)
+
+
+def test_a_watcher_sees_writes_of_another_process_within_a_second(store_url):
+    async def body() -> None:
+        async with (
+            ObjectStore.open(store_url) as watcher_side,
+            ObjectStore.open(store_url) as writer_side,
+        ):
+            start = await watcher_side.current_revision()
+            async with contextlib.aclosing(watcher_side.watch("Cluster", start)) as events:
+                waiting = asyncio.create_task(anext(events))
+                await asyncio.sleep(0.1)
+                began = time.monotonic()
+                await writer_side.create("Cluster", "alpha", b"")
+                event = await asyncio.wait_for(waiting, 5)
+                assert time.monotonic() - began < 1.0
+            assert event.key == "alpha"
+
+    run(body())
+
+
+def test_a_watcher_resumes_after_the_last_revision_it_saw(with_store):
+    async def body(store: ObjectStore):
+        for name in ("a", "b", "c"):
+            await store.create("Cluster", name, b"")
+        async with contextlib.aclosing(store.watch("Cluster", 0)) as events:
+            seen = await take(events, 2)
+        # Disconnected; meanwhile more writes happen.
+        await store.create("Cluster", "d", b"")
+        async with contextlib.aclosing(store.watch("Cluster", seen[-1].revision)) as events:
+            assert [e.key for e in await take(events, 2)] == ["c", "d"]
+
+    with_store(body)
+
+
+def test_a_watcher_far_behind_gets_every_event(with_store):
+    async def body(store: ObjectStore):
+        total = REPLAY_BATCH * 2 + 7
+        async with store.transaction() as tx:
+            for i in range(total):
+                await tx.create("Machine", f"m{i:05d}", b"")
+                if i % 10 == 0:
+                    await tx.create("Other", f"o{i:05d}", b"")  # interleaved, filtered out
+        async with contextlib.aclosing(store.watch("Machine", 0)) as events:
+            keys = [e.key for e in await take(events, total)]
+        assert keys == [f"m{i:05d}" for i in range(total)]
+
+    with_store(body)
+
+
+def test_a_watch_from_before_compaction_is_out_of_range(with_store):
+    async def body(store: ObjectStore):
+        await store.create("Cluster", "old", b"")
+        await store.update("Cluster", "old", b"changed")
+        compacted = await store.compact()
+        assert compacted == await store.current_revision()
+        after = await store.create("Cluster", "new", b"")
+        assert after.revision > compacted  # revisions are never reused
+
+        with pytest.raises(OutOfRange) as caught:
+            await anext(store.watch("Cluster", 0))
+        assert caught.value.code is grpc.StatusCode.OUT_OF_RANGE
+        assert caught.value.compacted_revision == compacted
+
+        async with contextlib.aclosing(store.watch("Cluster", compacted)) as events:
+            assert (await anext(events)).key == "new"
+
+    with_store(body, compaction_age=timedelta(0))
+
+
+def test_compaction_keeps_events_younger_than_the_age(with_store):
+    async def body(store: ObjectStore):
+        await store.create("Cluster", "alpha", b"")
+        assert await store.compact() == 0
+        async with contextlib.aclosing(store.watch("Cluster", 0)) as events:
+            assert (await anext(events)).key == "alpha"
+
+    with_store(body, compaction_age=timedelta(hours=1))
+
+
+def test_the_revision_survives_compacting_the_whole_log_and_a_restart(store_url):
+    async def body() -> None:
+        async with ObjectStore.open(store_url, compaction_age=timedelta(0)) as store:
+            last = await store.create("Cluster", "alpha", b"")
+            await store.compact()
+        async with ObjectStore.open(store_url) as store:
+            assert await store.current_revision() == last.revision
+            assert (await store.create("Cluster", "beta", b"")).revision > last.revision
+
+    run(body())
+
+
+def test_closing_the_store_ends_waiting_watches_as_unavailable(store_url):
+    async def body() -> None:
+        store = ObjectStore.open(store_url)
+        try:
+            events = store.watch("Cluster", await store.current_revision())
+            waiting = asyncio.create_task(anext(events))
+            await asyncio.sleep(0.05)
+        finally:
+            await store.close()
+        with pytest.raises(Unavailable) as caught:
+            await waiting
+        assert caught.value.code is grpc.StatusCode.UNAVAILABLE
+        with pytest.raises(Unavailable):
+            await store.get("Cluster", "alpha")
+
+    run(body())

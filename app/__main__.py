@@ -7,11 +7,19 @@ given on the command line wins over the environment.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
+import getpass
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.config import Settings
+from app.auth import accounts
+from app.auth.accounts import AccountError
+from app.auth.passwords import PasswordHasher
+from app.auth.policy import Role
+from app.config import ConfigurationError, Settings
+from app.store import ObjectStore, StoreError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,13 +35,47 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--demo", action="store_const", const=True, help="fill every service with a small world"
     )
+    serve.set_defaults(run=_serve)
 
-    commands.add_parser("gen", help="regenerate gen/ and the README's RPC table from protos/")
+    users = commands.add_parser("users", help="manage accounts (in the configured database)")
+    users.add_argument("--data-dir", type=Path, help="state folder (PORTICO_DATA_DIR)")
+    actions = users.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="create an account")
+    add.add_argument("name")
+    add.add_argument("--role", required=True, choices=[r.value for r in Role])
+    add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    actions.add_parser("list", help="list accounts")
+    for action, text in (("disable", "refuse the account's logins and tokens"), ("enable", "")):
+        actions.add_parser(action, help=text or "allow a disabled account again").add_argument(
+            "name"
+        )
+    password = actions.add_parser("set-password", help="replace an account's password")
+    password.add_argument("name")
+    password.add_argument("--password-stdin", action="store_true")
+    users.set_defaults(run=_users)
+
+    commands.add_parser(
+        "gen", help="regenerate gen/, the README's RPC table and openapi.yaml from protos/"
+    ).set_defaults(run=_gen)
     openapi = commands.add_parser("openapi", help="write the OpenAPI 3.1 document (YAML)")
     openapi.add_argument(
         "path", nargs="?", default=None, help="output file, '-' for stdout (default openapi.yaml)"
     )
+    openapi.set_defaults(run=_openapi)
     return parser
+
+
+# codegen needs the development extra (grpcio-tools): imported only when asked for.
+def _gen(args: argparse.Namespace) -> None:
+    from app import codegen
+
+    codegen.main()
+
+
+def _openapi(args: argparse.Namespace) -> None:
+    from app import codegen
+
+    codegen.write_openapi(codegen.OPENAPI if args.path is None else Path(args.path))
 
 
 def settings_from(args: argparse.Namespace, base: Settings) -> Settings:
@@ -43,21 +85,64 @@ def settings_from(args: argparse.Namespace, base: Settings) -> Settings:
     return dataclasses.replace(base, **given)
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    try:
+        return settings_from(args, Settings.from_env())
+    except ConfigurationError as exc:
+        raise SystemExit(f"portico: {exc}") from None
+
+
+def _serve(args: argparse.Namespace) -> None:
+    from app.main import serve
+
+    serve(_settings(args))
+
+
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin or not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\n")
+    first = getpass.getpass("Password: ")
+    if getpass.getpass("Again: ") != first:
+        raise SystemExit("portico: the passwords differ")
+    return first
+
+
+def _users(args: argparse.Namespace) -> None:
+    settings = _settings(args)
+    password = ""
+    if args.action in {"add", "set-password"}:
+        password = _read_password(args.password_stdin)
+    try:
+        asyncio.run(_users_action(settings, args, password))
+    except (AccountError, StoreError) as exc:
+        raise SystemExit(f"portico: {exc}") from None
+
+
+async def _users_action(settings: Settings, args: argparse.Namespace, password: str) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = await asyncio.to_thread(ObjectStore.open, settings.effective_database_url)
+    hasher = PasswordHasher(cost=settings.password_hash_cost)
+    async with store:
+        if args.action == "add":
+            account = await accounts.add_account(store, hasher, args.name, args.role, password)
+            print(f"added {account.username} ({account.role})")
+        elif args.action == "list":
+            for account in await store.list_accounts():
+                state = "enabled" if account.enabled else "disabled"
+                print(f"{account.username}\t{account.role}\t{state}")
+        elif args.action == "set-password":
+            await accounts.set_password(store, hasher, args.name, password)
+            print(f"password of {args.name} changed")
+        else:
+            enabled = args.action == "enable"
+            await accounts.set_enabled(store, args.name, enabled)
+            print(f"{args.name} {'enabled' if enabled else 'disabled'}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run one ``portico`` command."""
     args = _parser().parse_args(argv)
-    if args.command == "gen":
-        from app import codegen
-
-        codegen.main()
-    elif args.command == "openapi":
-        from app import codegen
-
-        codegen.write_openapi(codegen.OPENAPI if args.path is None else Path(args.path))
-    elif args.command == "serve":
-        from app.main import serve
-
-        serve(settings_from(args, Settings.from_env()))
+    args.run(args)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+
+class ConfigurationError(ValueError):
+    """A setting makes starting unsafe or impossible; the message names the setting."""
+
+
 DEFAULT_K8S_VERSIONS = ("1.29.10", "1.30.6", "1.31.2", "1.32.0")
 
 
@@ -26,11 +31,15 @@ class Settings:
     data_dir: Path = Path("./data")
     # Empty means SQLite in the data directory.
     database_url: str = ""
+    # Events older than this are compacted away; a watch from before them gets OUT_OF_RANGE.
+    event_retention_seconds: int = 86_400
     # Bootstrap admin password on first start; a random one is printed when empty.
     admin_password: str = ""
     # Empty means: generate once and keep it in the data directory (mode 0600).
     jwt_secret: str = ""
     token_ttl_seconds: int = 3600
+    # scrypt's N for password hashes: strong by default; tests set it low to run fast.
+    password_hash_cost: int = 2**17
     # "proto" emits field names as written in the .proto files; "camel" emits lowerCamelCase.
     json_names: str = "proto"
     # "reject" answers unknown JSON fields and query parameters with 400; "ignore" drops them.
@@ -40,6 +49,16 @@ class Settings:
     # Seconds of wall time per step of the simulated infrastructure's clock.
     sim_step_seconds: float = 1.0
     k8s_versions: tuple[str, ...] = field(default=DEFAULT_K8S_VERSIONS)
+    # Simulated MaaS: addresses of machines, and the share of machines that fail to deploy.
+    machine_ip_pool: str = "10.20.0.0/16"
+    sim_failure_ratio: float = 0.0
+    sim_seed: int = 1
+    # Each registered scheduler node gets a /24 out of this pool.
+    node_subnet_pool: str = "10.128.0.0/16"
+    # A node whose status stream ended is FAILED after this long without a report.
+    node_grace_seconds: float = 30.0
+    # In-process simulated scheduler nodes, so the embedded default has capacity.
+    sim_nodes: int = 2
     demo: bool = False
 
     @property
@@ -73,6 +92,6 @@ def _parse(name: str, raw: str, default: Any) -> Any:
             return Path(raw)
         return type(default)(raw)
     except ValueError as exc:
-        raise ValueError(
+        raise ConfigurationError(
             f"PORTICO_{name.upper()}: cannot read {raw!r} as {type(default).__name__}"
         ) from exc

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from jose import JWTError, jwt
 
+from app.config import ConfigurationError
+
 ALGORITHM = "HS256"
 ISSUER = "portico"
 AUDIENCE = "portico"
@@ -53,8 +55,8 @@ class TokenIssuer:
 
     def __post_init__(self) -> None:
         if len(self.secret) < MIN_SECRET_BYTES:
-            raise ValueError(
-                f"the JWT secret must be at least {MIN_SECRET_BYTES} bytes "
+            raise ConfigurationError(
+                f"PORTICO_JWT_SECRET: the JWT secret must be at least {MIN_SECRET_BYTES} bytes "
                 f"(got {len(self.secret)}); set PORTICO_JWT_SECRET or let Portico generate one"
             )
 

@@ -610,7 +610,7 @@ def create_app(
     registry: Registry,
     servicers: Mapping[str, object],
     options: GatewayOptions | None = None,
-    ready: Callable[[], bool] | None = None,
+    ready: Callable[[], Awaitable[bool]] | None = None,
 ) -> FastAPI:
     """The FastAPI app: ``/healthz``, ``/readyz``, then every RPC binding via one dispatcher."""
     options = options or GatewayOptions()
@@ -622,7 +622,7 @@ def create_app(
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> JSONResponse:
-        if ready is not None and not ready():
+        if ready is not None and not await ready():
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ready"})
 

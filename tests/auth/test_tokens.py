@@ -12,6 +12,7 @@ import pytest
 from jose import jwt
 
 from app.auth.tokens import InvalidToken, TokenIssuer, load_secret
+from app.config import ConfigurationError
 
 SECRET = b"s" * 32
 ISSUER = TokenIssuer(SECRET, ttl_seconds=600)
@@ -55,7 +56,7 @@ def test_each_token_has_its_own_id():
 
 
 def test_short_secret_is_refused():
-    with pytest.raises(ValueError, match="at least 32 bytes"):
+    with pytest.raises(ConfigurationError, match="at least 32 bytes"):
         TokenIssuer(b"short")
 
 

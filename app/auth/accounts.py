@@ -1,0 +1,56 @@
+"""Account administration behind ``portico users``: add, list, disable, enable, set a password."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.auth.gate import USERNAME
+from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
+from app.auth.policy import Role
+from app.store import Account, ObjectStore
+
+
+class AccountError(ValueError):
+    """The request cannot be carried out; the message says why."""
+
+
+def check_username(username: str) -> None:
+    if not USERNAME.match(username):
+        raise AccountError(
+            f"username {username!r} must be 3-24 characters of letters, digits, - and _"
+        )
+
+
+def check_password(password: str) -> None:
+    if not MIN_PASSWORD_BYTES <= len(password.encode()) <= MAX_PASSWORD_BYTES:
+        raise AccountError(f"password must be {MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes long")
+
+
+def check_role(role: str) -> None:
+    if role not in {r.value for r in Role}:
+        raise AccountError(f"role {role!r} must be one of {', '.join(r.value for r in Role)}")
+
+
+async def add_account(
+    store: ObjectStore, hasher: PasswordHasher, username: str, role: str, password: str
+) -> Account:
+    """Create an enabled account; AccountError for bad input, AlreadyExists for a taken name."""
+    check_username(username)
+    check_role(role)
+    check_password(password)
+    password_hash = await asyncio.to_thread(hasher.hash, password)
+    return await store.create_account(username, password_hash, role)
+
+
+async def set_password(
+    store: ObjectStore, hasher: PasswordHasher, username: str, password: str
+) -> Account:
+    """Replace an account's password; its existing tokens stay valid until they expire."""
+    check_password(password)
+    password_hash = await asyncio.to_thread(hasher.hash, password)
+    return await store.update_account(username, password_hash=password_hash)
+
+
+async def set_enabled(store: ObjectStore, username: str, enabled: bool) -> Account:
+    """Enable or disable an account; a disabled account's tokens are refused at once."""
+    return await store.update_account(username, enabled=enabled)

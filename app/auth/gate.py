@@ -1,0 +1,228 @@
+"""The gate every call passes: login, logout, token checks and per-call authentication.
+
+Verified tokens are cached (bounded, until they expire), because verifying a JWT costs far more
+than the rest of a small call. A cached entry is trusted for ``recheck_seconds`` at most; then the
+revocation list and the account are read again, so a Logout or a disabled account takes effect
+at once in this process and within that time in every other replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import grpc
+
+from app.auth import policy
+from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
+from app.auth.throttle import LoginThrottle
+from app.auth.tokens import Claims, InvalidToken, TokenIssuer
+from app.services.status import Violation
+from app.store import ObjectStore
+
+USERNAME = re.compile(r"^[A-Za-z0-9_-]{3,24}$")
+BAD_CREDENTIALS = "invalid username or password"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the verified claims of their token."""
+
+    account_id: str
+    username: str
+    role: str
+    token_id: str
+    expires_at: int
+
+
+current_caller: ContextVar[Caller | None] = ContextVar("current_caller", default=None)
+
+
+class Refused(Exception):
+    """The gate refuses the call; ``code`` and the message are safe to show the caller."""
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        message: str,
+        *,
+        violations: tuple[Violation, ...] = (),
+        retry_after: float = 0.0,
+        challenge: str = "",
+    ) -> None:
+        super().__init__(message)
+        # RFC 6750's WWW-Authenticate answer to a token that was given but is not good.
+        self.challenge = challenge
+        self.code = code
+        self.message = message
+        self.violations = violations
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Verified:
+    caller: Caller
+    checked_at: float
+
+
+class Gate:
+    """Issues tokens at login and admits each call whose token and role allow it."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        issuer: TokenIssuer,
+        hasher: PasswordHasher,
+        throttle: LoginThrottle | None = None,
+        *,
+        cache_size: int = 10_000,
+        recheck_seconds: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.issuer = issuer
+        self.hasher = hasher
+        self.throttle = throttle or LoginThrottle()
+        self.cache_size = cache_size
+        self.recheck_seconds = recheck_seconds
+        self._cache: OrderedDict[str, _Verified] = OrderedDict()
+
+    async def login(self, username: str, password: str, client: str) -> tuple[str, Claims]:
+        """A fresh token for valid credentials; Refused otherwise (same answer for any miss)."""
+        violations = []
+        if not USERNAME.match(username):
+            violations.append(
+                Violation("username", "must be 3-24 characters of letters, digits, - and _")
+            )
+        if not MIN_PASSWORD_BYTES <= len(password.encode()) <= MAX_PASSWORD_BYTES:
+            violations.append(
+                Violation(
+                    "password", f"must be {MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes long"
+                )
+            )
+        if violations:
+            raise Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "; ".join(f"{v.field}: {v.description}" for v in violations),
+                violations=tuple(violations),
+            )
+        keys = (f"user:{username.lower()}", f"client:{client}")
+        wait = self.throttle.retry_after(keys)
+        if wait > 0:
+            raise Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"too many failed logins; try again in {int(wait) + 1} s",
+                retry_after=wait,
+            )
+        account = await self.store.get_account(username)
+        # Hash checks run in a thread: they are slow by design and must not stall the loop.
+        if account is None or not account.enabled:
+            await asyncio.to_thread(self.hasher.burn, password)
+            ok = False
+        else:
+            ok = await asyncio.to_thread(self.hasher.verify, password, account.password_hash)
+        if not ok or account is None:
+            self.throttle.failed(keys)
+            raise Refused(grpc.StatusCode.UNAUTHENTICATED, BAD_CREDENTIALS)
+        self.throttle.succeeded(keys)
+        return self.issuer.issue(
+            account_id=str(account.id), username=account.username, role=account.role
+        )
+
+    async def logout(self, caller: Caller) -> None:
+        """Revoke the caller's token everywhere until it would have expired anyway."""
+        self._cache = OrderedDict(
+            (t, v) for t, v in self._cache.items() if v.caller.token_id != caller.token_id
+        )
+        await self.store.revoke_token(
+            caller.token_id, datetime.fromtimestamp(caller.expires_at, UTC)
+        )
+
+    async def verify(self, token: str) -> Caller:
+        """The caller a token stands for; InvalidToken unless it is current, unrevoked and its
+        account enabled."""
+        now = time.monotonic()
+        cached = self._cache.get(token)
+        if cached is not None and time.time() < cached.caller.expires_at:
+            if now - cached.checked_at < self.recheck_seconds:
+                self._cache.move_to_end(token)
+                return cached.caller
+            caller = cached.caller
+        else:
+            claims = self.issuer.verify(token)
+            caller = Caller(
+                claims.subject, claims.name, claims.role, claims.token_id, claims.expires_at
+            )
+        await self._check_still_valid(caller)
+        self._cache[token] = _Verified(caller, now)
+        self._cache.move_to_end(token)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return caller
+
+    async def _check_still_valid(self, caller: Caller) -> None:
+        if await self.store.is_revoked(caller.token_id):
+            raise InvalidToken("token was revoked")
+        try:
+            account_id = int(caller.account_id)
+        except ValueError as exc:
+            raise InvalidToken("token subject is not an account") from exc
+        account = await self.store.get_account_by_id(account_id)
+        if account is None or not account.enabled or account.username != caller.username:
+            raise InvalidToken("token account is disabled or gone")
+        if account.role != caller.role:
+            # A changed role must not keep the powers of the old one.
+            raise InvalidToken("token role is no longer the account's role")
+
+    async def check(self, token: str) -> bool:
+        """Whether ``token`` would be admitted now; never raises for a bad token."""
+        try:
+            await self.verify(token)
+        except InvalidToken:
+            return False
+        return True
+
+    async def admit(
+        self, full_method: str, metadata: Iterable[tuple[str, str | bytes]]
+    ) -> Caller | None:
+        """Authenticate and authorize one call; sets :data:`current_caller` for the servicer."""
+        access = policy.access(full_method)
+        token = bearer_token(metadata)
+        if access is policy.Access.PUBLIC and not token:
+            current_caller.set(None)
+            return None
+        if not token:
+            raise Refused(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
+        try:
+            caller = await self.verify(token)
+        except InvalidToken as exc:
+            if access is policy.Access.PUBLIC:
+                current_caller.set(None)
+                return None
+            raise Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                str(exc),
+                challenge='Bearer error="invalid_token"',
+            ) from exc
+        if not policy.allows(caller.role, full_method):
+            raise Refused(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"role {caller.role!r} may not call {policy.split(full_method)[1]}",
+            )
+        current_caller.set(caller)
+        return caller
+
+
+def bearer_token(metadata: Iterable[tuple[str, str | bytes]]) -> str:
+    """The token of an ``authorization: Bearer <token>`` entry, or ``""``."""
+    for key, value in metadata:
+        if key.lower() == "authorization" and isinstance(value, str):
+            scheme, _, token = value.partition(" ")
+            if scheme.lower() == "bearer":
+                return token.strip()
+    return ""

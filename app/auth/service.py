@@ -1,0 +1,65 @@
+"""``services.auth.AuthService``: Login, Logout and CheckToken over the :class:`Gate`."""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import timestamp_pb2
+
+import gen  # noqa: F401
+from app.auth.gate import Gate, Refused, current_caller
+from app.services.status import rich_status
+
+from resources.timestamp import timestamp_pb2 as portico_timestamp
+from services.auth import auth_pb2, auth_pb2_grpc
+
+
+class AuthService(auth_pb2_grpc.AuthServiceServicer):
+    """The gate's RPCs; Login and CheckToken are public, Logout needs the token it revokes."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    async def Login(
+        self, request: auth_pb2.LoginRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.LoginResponse:
+        try:
+            token, claims = await self.gate.login(
+                request.username, request.password, client_address(context.peer())
+            )
+        except Refused as refused:
+            await context.abort_with_status(refusal_status(refused))
+        expires = timestamp_pb2.Timestamp(seconds=claims.expires_at)
+        return auth_pb2.LoginResponse(
+            token=token,
+            expires=portico_timestamp.Timestamp(timestamp=expires),
+            account_id=claims.subject,
+        )
+
+    async def Logout(
+        self, request: auth_pb2.LogoutRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.LogoutResponse:
+        caller = current_caller.get()
+        if caller is None:  # the policy admits only signed-in callers; this guards a miswiring
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
+        await self.gate.logout(caller)
+        return auth_pb2.LogoutResponse(success=True)
+
+    async def CheckToken(
+        self, request: auth_pb2.CheckTokenRequest, context: grpc.aio.ServicerContext
+    ) -> auth_pb2.CheckTokenResponse:
+        return auth_pb2.CheckTokenResponse(success=await self.gate.check(request.token))
+
+
+def client_address(peer: str) -> str:
+    """The address part of a gRPC peer string (``ipv4:10.0.0.1:5000`` → ``10.0.0.1``)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6":
+        return rest.rsplit(":", 1)[0].strip("[]")
+    if kind == "ipv4":
+        return rest.rsplit(":", 1)[0]
+    return peer
+
+
+def refusal_status(refused: Refused) -> grpc.Status:
+    """The gate's refusal as a rich status: field violations or a retry delay as details."""
+    return rich_status(refused.code, refused.message, refused.violations, refused.retry_after)

@@ -1,0 +1,280 @@
+"""The gate on both transports: login, logout, token checks, forged tokens, roles, throttling."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from jose import jwt
+
+from app.auth.policy import Access, access
+from app.gateway.registry import Method, Registry
+from tests.harness import ADMIN_PASSWORD, run, running
+
+REGISTRY = Registry.from_package("gen")
+_VARIABLE = re.compile(r"\{[^}]*\}")
+
+
+def _bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+async def grpc_call(
+    channel: grpc.aio.Channel, method: Method, token: str | None = None, request: Any = None
+) -> grpc.StatusCode:
+    """Call ``method`` with an empty (or given) request; the status code it ended with."""
+    request = request if request is not None else method.input_type()
+    metadata = _bearer(token) if token else ()
+    kwargs = {
+        "request_serializer": method.input_type.SerializeToString,
+        "response_deserializer": method.output_type.FromString,
+    }
+    try:
+        if method.kind == "unary":
+            await channel.unary_unary(method.grpc_path, **kwargs)(request, metadata=metadata)
+        elif method.kind == "server_streaming":
+            call = channel.unary_stream(method.grpc_path, **kwargs)(request, metadata=metadata)
+            async for _ in call:
+                break
+            call.cancel()
+        elif method.kind == "client_streaming":
+            await channel.stream_unary(method.grpc_path, **kwargs)(
+                iter([request]), metadata=metadata
+            )
+        else:
+            call = channel.stream_stream(method.grpc_path, **kwargs)(
+                iter([request]), metadata=metadata
+            )
+            async for _ in call:
+                break
+            call.cancel()
+    except grpc.aio.AioRpcError as error:
+        return error.code()
+    return grpc.StatusCode.OK
+
+
+def rest_routes(method: Method) -> Iterator[tuple[str, str]]:
+    """Every (verb, concrete path) a method is reachable on, variables filled with ``x``."""
+    for binding in method.http:
+        yield binding.verb, _VARIABLE.sub("x", binding.path)
+    yield "POST", f"/{method.service}/{method.name}"
+
+
+def test_login_gives_a_token_that_opens_both_transports(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": "admin", "password": ADMIN_PASSWORD}
+            )
+            assert reply.status_code == 200
+            body = reply.json()
+            assert body["account_id"] == "1"
+            claims = jwt.get_unverified_claims(body["token"])
+            assert body["expires"]["timestamp"].startswith(
+                time.strftime("%Y-%m-%dT%H:%M", time.gmtime(claims["exp"]))
+            )
+            check = await server.http.post("/v1/auth:checkToken", json={"token": body["token"]})
+            assert check.json() == {"success": True}
+            logout = REGISTRY.method("/services.auth.AuthService/Logout")
+            assert await grpc_call(server.channel, logout, body["token"]) is grpc.StatusCode.OK
+
+    run(scenario())
+
+
+def test_wrong_password_and_unknown_user_get_the_same_answer(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            answers = []
+            for username in ("admin", "nobody"):
+                reply = await server.http.post(
+                    "/v1/auth:login", json={"username": username, "password": "not-the-password"}
+                )
+                answers.append((reply.status_code, reply.json()))
+            assert answers[0] == answers[1]
+            assert answers[0][0] == 401
+            assert answers[0][1]["message"] == "invalid username or password"
+
+    run(scenario())
+
+
+def test_malformed_credentials_name_the_field(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": "ab", "password": "x" * 71}
+            )
+            assert reply.status_code == 400
+            violations = reply.json()["details"][0]["field_violations"]
+            assert [v["field"] for v in violations] == ["username", "password"]
+
+    run(scenario())
+
+
+def test_every_route_and_method_but_the_public_ones_refuses_an_anonymous_caller(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            refused_rest, refused_grpc = [], []
+            for method in REGISTRY:
+                public = access(method.full_name) is Access.PUBLIC
+                for verb, path in rest_routes(method):
+                    reply = await server.http.request(
+                        verb, path, json={} if verb != "GET" else None
+                    )
+                    if not public:
+                        assert reply.status_code == 401, (verb, path, reply.text)
+                        assert reply.headers["www-authenticate"].startswith("Bearer")
+                        refused_rest.append(path)
+                code = await grpc_call(server.channel, method)
+                if not public:
+                    assert code is grpc.StatusCode.UNAUTHENTICATED, method.full_name
+                    refused_grpc.append(method.full_name)
+            assert len(refused_grpc) == len(REGISTRY) - 2
+            assert len(refused_rest) > len(refused_grpc)
+
+    run(scenario())
+
+
+def _forged(kind: str, real: str) -> str:
+    claims = jwt.get_unverified_claims(real)
+    if kind == "wrong-key":
+        return jwt.encode(claims, "k" * 40, algorithm="HS256")
+    if kind == "expired":
+        claims["exp"] = int(time.time()) - 3600
+        return jwt.encode(claims, "unused" * 8, algorithm="HS256")
+    if kind == "alg-none":
+        _header, payload, _ = real.split(".")
+        return "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0." + payload + "."
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["wrong-key", "expired", "alg-none"])
+def test_forged_tokens_are_refused_on_both_transports(tmp_path, kind):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = _forged(kind, await server.login())
+            reply = await server.http.get("/api/v1/cluster/list", headers=dict(_bearer(token)))
+            assert reply.status_code == 401
+            assert reply.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+            method = REGISTRY.method("/cnct.kaas.api.Cluster/GetClusterList")
+            assert await grpc_call(server.channel, method, token) is grpc.StatusCode.UNAUTHENTICATED
+            check = await server.http.post("/v1/auth:checkToken", json={"token": token})
+            assert check.json() == {"success": False}
+
+    run(scenario())
+
+
+def test_logout_revokes_the_token_everywhere(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            other = await server.login()
+            reply = await server.http.post("/v1/auth:logout", json={}, headers=dict(_bearer(token)))
+            assert reply.json() == {"success": True}
+            method = REGISTRY.method("/cnct.kaas.api.Cluster/GetClusterList")
+            assert await grpc_call(server.channel, method, token) is grpc.StatusCode.UNAUTHENTICATED
+            check = await server.http.post("/v1/auth:checkToken", json={"token": token})
+            assert check.json() == {"success": False}
+            # Only that token: another session of the same account goes on.
+            check = await server.http.post("/v1/auth:checkToken", json={"token": other})
+            assert check.json() == {"success": True}
+
+    run(scenario())
+
+
+def test_a_disabled_account_loses_its_tokens(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.add_account("carol", "operator")
+            await server.portico.store.update_account("carol", enabled=False)
+            server.portico.gate.recheck_seconds = 0  # as another replica would after a second
+            method = REGISTRY.method("/cnct.kaas.api.Cluster/GetClusterList")
+            assert await grpc_call(server.channel, method, token) is grpc.StatusCode.UNAUTHENTICATED
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": "carol", "password": "password1"}
+            )
+            assert reply.status_code == 401
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("role", "path", "allowed"),
+    [
+        ("viewer", "/cnct.kaas.api.Cluster/GetClusterList", True),
+        ("viewer", "/cnct.kaas.api.Cluster/CreateCluster", False),
+        ("viewer", "/edgeproto.AppApi/DeleteApp", False),
+        ("operator", "/edgeproto.CloudletRefsApi/ShowCloudletRefs", False),
+        ("operator", "/cnct.kaas.api.Cluster/CreateCluster", True),
+        ("node", "/scheduler.NodeService/Register", True),
+        ("node", "/scheduler.InstanceService/Create", False),
+        ("admin", "/edgeproto.CloudletInfoApi/InjectCloudletInfo", True),
+    ],
+)
+def test_role_matrix_on_both_transports(tmp_path, role, path, allowed):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.add_account("someone", role)
+            method = REGISTRY.method(path)
+            reply = await server.http.post(path, json={}, headers=dict(_bearer(token)))
+            code = await grpc_call(server.channel, method, token)
+            if allowed:
+                assert reply.status_code not in (401, 403), reply.text
+                assert code not in (
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    grpc.StatusCode.PERMISSION_DENIED,
+                )
+            else:
+                assert reply.status_code == 403, reply.text
+                assert code is grpc.StatusCode.PERMISSION_DENIED
+
+    run(scenario())
+
+
+def test_repeated_failures_are_throttled_with_a_retry_delay(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            wrong = {"username": "admin", "password": "wrong-password"}
+            for _ in range(5):
+                assert (await server.http.post("/v1/auth:login", json=wrong)).status_code == 401
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": "admin", "password": ADMIN_PASSWORD}
+            )
+            assert reply.status_code == 429
+            assert int(reply.headers["retry-after"]) > 0
+            login = REGISTRY.method("/services.auth.AuthService/Login")
+            stub = server.channel.unary_unary(
+                login.grpc_path,
+                request_serializer=login.input_type.SerializeToString,
+                response_deserializer=login.output_type.FromString,
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as failure:
+                await stub(login.input_type(username="admin", password=ADMIN_PASSWORD))
+            assert failure.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            status = rpc_status.from_call(failure.value)
+            retry = error_details_pb2.RetryInfo()
+            assert status.details[0].Unpack(retry) and retry.retry_delay.seconds > 0
+
+    run(scenario())
+
+
+def test_tokens_and_passwords_stay_out_of_the_logs(tmp_path, caplog):
+    async def scenario() -> str:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            await server.http.post(
+                "/v1/auth:login", json={"username": "admin", "password": "wrong-password"}
+            )
+            await server.http.get("/api/v1/cluster/list", headers=dict(_bearer(token)))
+            return token
+
+    with caplog.at_level("DEBUG"):
+        token = run(scenario())
+    assert token not in caplog.text
+    assert ADMIN_PASSWORD not in caplog.text
+    assert "wrong-password" not in caplog.text

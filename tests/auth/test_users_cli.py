@@ -1,0 +1,66 @@
+"""``portico users``: accounts made on the command line log in; disabled ones do not."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from app.__main__ import main
+from tests.harness import run, running
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTICO_PASSWORD_HASH_COST", "16")
+
+    def call(*args: str, stdin: str = "") -> None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        main(["users", "--data-dir", str(tmp_path), *args])
+
+    return call
+
+
+def _login_status(tmp_path, username: str, password: str) -> int:
+    async def scenario() -> int:
+        async with running(tmp_path) as server:
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": username, "password": password}
+            )
+            return reply.status_code
+
+    return run(scenario())
+
+
+def test_added_account_logs_in_until_disabled(tmp_path, cli, capsys):
+    cli("add", "alice", "--role", "viewer", "--password-stdin", stdin="alice-password\n")
+    assert "added alice (viewer)" in capsys.readouterr().out
+    assert _login_status(tmp_path, "alice", "alice-password") == 200
+    cli("disable", "alice")
+    assert _login_status(tmp_path, "alice", "alice-password") == 401
+    cli("enable", "alice")
+    cli("set-password", "alice", stdin="new-password\n")
+    assert _login_status(tmp_path, "alice", "alice-password") == 401
+    assert _login_status(tmp_path, "alice", "new-password") == 200
+    cli("list")
+    assert "alice\tviewer\tenabled" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (("add", "b!", "--role", "admin"), "good-password\n", "must be 3-24 characters"),
+        (("add", "bob", "--role", "admin"), "short\n", "6-70 bytes"),
+        (("disable", "nobody"), "", "not found"),
+    ],
+)
+def test_bad_requests_exit_with_a_message(cli, args, stdin, message):
+    with pytest.raises(SystemExit) as stop:
+        cli(*args, stdin=stdin)
+    assert message in str(stop.value)
+
+
+def test_the_same_name_twice_is_refused(cli):
+    cli("add", "carol", "--role", "operator", stdin="carol-password\n")
+    with pytest.raises(SystemExit, match="already exists"):
+        cli("add", "carol", "--role", "operator", stdin="carol-password\n")

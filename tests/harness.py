@@ -1,0 +1,77 @@
+"""A whole Portico for end-to-end tests: real store, real gate, REST via httpx, gRPC on a port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import httpx
+
+from app.config import Settings
+from app.main import Portico
+
+T = TypeVar("T")
+ADMIN_PASSWORD = "admin-password"
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion (the suite has no asyncio plugin)."""
+    return asyncio.run(coro)
+
+
+def settings_for(data_dir: Path, **changes: Any) -> Settings:
+    """Settings for a test server: its own data folder, a free gRPC port, cheap password hashes."""
+    base = Settings(
+        data_dir=data_dir,
+        grpc_port=0,
+        admin_password=ADMIN_PASSWORD,
+        password_hash_cost=2**4,
+        sim_step_seconds=0.001,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+@dataclass
+class Running:
+    """A started Portico with a REST client and a gRPC channel."""
+
+    portico: Portico
+    http: httpx.AsyncClient
+    channel: grpc.aio.Channel
+
+    async def login(self, username: str = "admin", password: str = ADMIN_PASSWORD) -> str:
+        """A token for the account (over REST)."""
+        reply = await self.http.post(
+            "/v1/auth:login", json={"username": username, "password": password}
+        )
+        assert reply.status_code == 200, reply.text
+        return reply.json()["token"]
+
+    async def add_account(self, username: str, role: str, password: str = "password1") -> str:
+        """Create an account straight in the store and return a token for it."""
+        portico = self.portico
+        assert portico.store is not None and portico.gate is not None
+        await portico.store.create_account(username, portico.gate.hasher.hash(password), role)
+        return await self.login(username, password)
+
+
+@contextlib.asynccontextmanager
+async def running(data_dir: Path, **changes: Any) -> AsyncIterator[Running]:
+    """Start Portico on ``data_dir``; stop it (and close the store) on exit."""
+    portico = Portico(settings_for(data_dir, **changes))
+    await portico.start()
+    transport = httpx.ASGITransport(app=portico.http_app, client=("203.0.113.9", 50000))
+    try:
+        async with (
+            httpx.AsyncClient(transport=transport, base_url="http://portico") as http,
+            grpc.aio.insecure_channel(f"127.0.0.1:{portico.grpc_port}") as channel,
+        ):
+            yield Running(portico, http, channel)
+    finally:
+        await portico.stop()

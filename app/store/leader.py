@@ -3,13 +3,16 @@
 On PostgreSQL the leader is whoever holds a session-level advisory lock on a dedicated
 connection. The lock dies with that connection, so when the leader's process dies, PostgreSQL
 drops the lock and another process takes it on its next try (``retry_interval``). On SQLite the
-database belongs to one server process, which is always the leader.
+workers of one server share the database file; the leader is whoever holds an exclusive
+``flock`` on a file beside it, which the kernel releases when that process dies.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
 from collections.abc import Callable
 
 import psycopg
@@ -81,8 +84,7 @@ class LeaderElection:
         """Campaign until cancelled; leadership is given up when this returns."""
         try:
             if self._store.is_sqlite:
-                self._set_leader(True)
-                await asyncio.Future()  # until cancelled
+                await self._campaign_by_file_lock()
             while True:
                 with contextlib.suppress(psycopg.Error, OSError, TimeoutError):
                     await self._campaign()
@@ -90,6 +92,21 @@ class LeaderElection:
                 await asyncio.sleep(self._retry_interval)
         finally:
             self._set_leader(False)
+
+    async def _campaign_by_file_lock(self) -> None:
+        path = f"{self._store.database.engine.url.database}.leader"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    await asyncio.sleep(self._retry_interval)
+                    continue
+                self._set_leader(True)
+                await asyncio.Future()  # leader until cancelled or the process ends
+        finally:
+            os.close(fd)  # closing releases the lock
 
     async def _campaign(self) -> None:
         url = self._store.database.engine.url.set(drivername="postgresql")

@@ -43,6 +43,22 @@ def test_on_sqlite_the_process_is_leader_at_once(sqlite_url):
     run(body())
 
 
+def test_workers_on_one_sqlite_file_elect_one_leader_and_a_successor(sqlite_url):
+    async def body() -> None:
+        async with ObjectStore.open(sqlite_url) as one, ObjectStore.open(sqlite_url) as two:
+            first, second = (LeaderElection(s, retry_interval=0.05) for s in (one, two))
+            first_task = await campaign(first)
+            await asyncio.wait_for(first.wait_elected(), 1)
+            second_task = await campaign(second)
+            await asyncio.sleep(0.2)
+            assert first.is_leader and not second.is_leader
+            await stop(first_task)
+            await asyncio.wait_for(second.wait_elected(), 1)
+            await stop(second_task)
+
+    run(body())
+
+
 @pytest.mark.postgres
 def test_one_leader_among_many_and_a_successor_when_it_stops(postgres_url):
     async def body() -> None:

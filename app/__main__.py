@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--grpc-host", help="gRPC listen address (PORTICO_GRPC_HOST)")
     serve.add_argument("--grpc-port", type=int, help="gRPC port (PORTICO_GRPC_PORT)")
     serve.add_argument("--data-dir", type=Path, help="state folder (PORTICO_DATA_DIR)")
+    serve.add_argument("--workers", type=int, help="server processes (PORTICO_WORKERS)")
     serve.add_argument(
         "--demo", action="store_const", const=True, help="fill every service with a small world"
     )
@@ -53,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     password.add_argument("name")
     password.add_argument("--password-stdin", action="store_true")
     users.set_defaults(run=_users)
+
+    from app.node_agent import add_node_agent_command
+
+    add_node_agent_command(commands)
 
     commands.add_parser(
         "gen", help="regenerate gen/, the README's RPC table and openapi.yaml from protos/"

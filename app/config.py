@@ -29,6 +29,10 @@ class Settings:
     grpc_host: str = "127.0.0.1"
     grpc_port: int = 50051
     data_dir: Path = Path("./data")
+    # Server processes sharing the ports (and the database); background work runs on one.
+    workers: int = 1
+    # One log line per HTTP request; off by default, as it costs more than a small call.
+    access_log: bool = False
     # Empty means SQLite in the data directory.
     database_url: str = ""
     # Events older than this are compacted away; a watch from before them gets OUT_OF_RANGE.

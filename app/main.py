@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import multiprocessing
 import secrets
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 
@@ -26,7 +28,15 @@ from app.gateway.errors import GatewayError
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
-from app.store import LeaderElection, ObjectStore
+from app.services.kaas.demo import demo_job
+from app.services.kaas.reconciler import ClusterReconciler
+from app.services.kaas.service import ClusterService
+from app.services.koor.service import StatsService
+from app.services.kudo.system import scheduler_system
+from app.services.rkt.service import RuntimeService, global_flags
+from app.sim.clock import SimClock
+from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
+from app.store import AlreadyExists, LeaderElection, ObjectStore
 
 log = logging.getLogger("portico")
 
@@ -94,8 +104,35 @@ class Portico:
 
     def _services(self, store: ObjectStore, gate: Gate) -> tuple[dict[str, object], list[Job]]:
         """Every servicer by full service name, and the background jobs they need."""
+        settings = self.settings
         servicers: dict[str, object] = {"services.auth.AuthService": AuthService(gate)}
         jobs: list[Job] = [purge_expired_revocations(store), compact_event_log(store)]
+
+        # KaaS clusters and storage statistics on the simulated infrastructure.
+        clock = SimClock(settings.sim_step_seconds)
+        ips = IpPool(settings.machine_ip_pool)
+        machines = SimulatedMachineProvider(
+            ip_pool=ips, faults=FaultInjection(settings.sim_failure_ratio, settings.sim_seed)
+        )
+        stats = StatsService(store, clock, seed=settings.sim_seed)
+        servicers["cnct.kaas.api.Cluster"] = ClusterService(
+            store, machines, versions=settings.k8s_versions, machine_capacity=ips.capacity
+        )
+        servicers["stats.StatsService"] = stats
+        jobs.append(ClusterReconciler(store, machines, clock).run)
+        if settings.demo:
+            jobs.append(
+                demo_job(
+                    store, machines, clock, settings.k8s_versions, also=[stats.storage_cluster]
+                )
+            )
+
+        # The container scheduler with simulated nodes and runtime, and the runtime view of its
+        # instances.
+        scheduler = scheduler_system(store, settings)
+        servicers.update(scheduler.servicers)
+        servicers["v1alpha.PublicAPI"] = RuntimeService(store, global_flags(settings.data_dir))
+        jobs.extend(scheduler.jobs)
         return servicers, jobs
 
     async def store_reachable(self) -> bool:
@@ -200,7 +237,10 @@ async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: 
     generated = not password
     password = password or secrets.token_urlsafe(18)
     password_hash = await asyncio.to_thread(hasher.hash, password)
-    await store.create_account(BOOTSTRAP_ADMIN, password_hash, "admin")
+    try:
+        await store.create_account(BOOTSTRAP_ADMIN, password_hash, "admin")
+    except AlreadyExists:  # another worker of this server got there first
+        return
     if generated:
         # Printed once, to the console only: it is never stored or logged anywhere else.
         print(
@@ -215,7 +255,11 @@ async def run(settings: Settings) -> None:
     portico = Portico(settings)
     await portico.start()
     config = uvicorn.Config(
-        portico.http_app, host=settings.http_host, port=settings.http_port, log_level="info"
+        portico.http_app,
+        log_level="info",
+        access_log=settings.access_log,
+        # Portico is the origin server; forwarded headers are not trusted unless asked for.
+        proxy_headers=False,
     )
     http_server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()
@@ -230,15 +274,57 @@ async def run(settings: Settings) -> None:
         settings.http_port,
     )
     try:
-        await http_server.serve()
+        await http_server.serve(sockets=[http_socket(settings.http_host, settings.http_port)])
     finally:
         await portico.stop()
+
+
+def http_socket(host: str, port: int) -> socket.socket:
+    """A listening socket that the server's workers share (SO_REUSEPORT), as gRPC does."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    # Accepted connections inherit this: a reply's head and body go out without waiting for
+    # the client's delayed ACK (Nagle's algorithm would hold the second write ~40 ms).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _worker(settings: Settings) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run(settings))
+
+
+def run_workers(settings: Settings) -> None:
+    """Run ``settings.workers`` server processes on the same ports; stop them all on a signal."""
+    context = multiprocessing.get_context("spawn")  # grpc must not be forked once started
+    workers = [context.Process(target=_worker, args=(settings,)) for _ in range(settings.workers)]
+    for process in workers:
+        process.start()
+
+    def stop_all(signum: int, frame: object) -> None:
+        for process in workers:
+            if process.is_alive():
+                process.terminate()
+
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGINT, stop_all)
+    for process in workers:
+        process.join()
 
 
 def serve(settings: Settings) -> None:
     """Entry point of ``portico serve``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        asyncio.run(run(settings))
+        if settings.workers > 1:
+            run_workers(settings)
+        else:
+            asyncio.run(run(settings))
     except ConfigurationError as exc:
         raise SystemExit(f"portico: {exc}") from None

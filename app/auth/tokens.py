@@ -136,7 +136,15 @@ def load_secret(configured: str, data_dir: Path) -> bytes:
         return path.read_bytes().strip()
     data_dir.mkdir(parents=True, exist_ok=True)
     secret = secrets.token_urlsafe(48).encode()
-    # Created with 0600 from the start, so the secret is never readable by others.
-    with open(path, "xb", opener=lambda p, flags: os.open(p, flags, 0o600)) as out:
+    # Written to a private temporary file, then linked into place: the secret is never readable
+    # by others, and workers starting together all end up with the one that won the link.
+    temporary = data_dir / f".{SECRET_FILE}.{os.getpid()}"
+    with open(temporary, "wb", opener=lambda p, flags: os.open(p, flags, 0o600)) as out:
         out.write(secret)
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        secret = path.read_bytes().strip()
+    finally:
+        temporary.unlink()
     return secret

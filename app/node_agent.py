@@ -1,0 +1,190 @@
+"""``portico node-agent``: a scheduler node that registers and streams its status over gRPC.
+
+The agent keeps a self-signed certificate (CN = the node name) in ``--cert-dir`` (created on first
+run, reused after), logs in with a ``node`` account, registers, and reports its capacity every
+``--interval`` seconds until interrupted; then it ends its stream, and the scheduler gives it the
+grace period to come back. It runs no containers itself: the server's simulated runtime moves its
+instances, so its reported usage is zero. If the server goes away it reconnects with backoff.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+import gen  # noqa: F401
+from app.services.kudo.certificates import self_signed
+from app.services.names import dns_label_problem
+
+from scheduler import scheduler_pb2 as pb
+from scheduler import scheduler_pb2_grpc as pb_grpc
+from services.auth import auth_pb2, auth_pb2_grpc
+
+RETRY_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+MAX_BACKOFF_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Everything the agent runs with."""
+
+    name: str
+    cpu: int
+    memory: int
+    disk: int
+    server: str
+    username: str
+    password: str
+    cert_dir: Path
+    interval: float
+
+
+def add_node_agent_command(commands: Any) -> None:
+    """Add ``node-agent`` to the ``portico`` sub-commands."""
+    agent = commands.add_parser(
+        "node-agent", help="run a scheduler node that registers and streams its status"
+    )
+    agent.add_argument("--name", required=True, help="node id (a DNS label; the certificate CN)")
+    for resource in ("cpu", "memory", "disk"):
+        agent.add_argument(f"--{resource}", type=int, required=True, help=f"{resource} limit")
+    agent.add_argument(
+        "--server",
+        default=os.environ.get("PORTICO_NODE_SERVER", "127.0.0.1:50051"),
+        help="scheduler gRPC address host:port (PORTICO_NODE_SERVER)",
+    )
+    agent.add_argument(
+        "--username",
+        default=os.environ.get("PORTICO_NODE_USERNAME", ""),
+        help="a 'node' account (PORTICO_NODE_USERNAME)",
+    )
+    agent.add_argument(
+        "--password",
+        default=os.environ.get("PORTICO_NODE_PASSWORD", ""),
+        help="its password (PORTICO_NODE_PASSWORD; prefer the variable)",
+    )
+    agent.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=Path(os.environ.get("PORTICO_NODE_CERT_DIR", "node-certs")),
+        help="folder of <name>.crt/<name>.key, created if missing (PORTICO_NODE_CERT_DIR)",
+    )
+    agent.add_argument("--interval", type=float, default=5.0, help="seconds between status reports")
+    agent.set_defaults(run=run_node_agent)
+
+
+def options_from(args: argparse.Namespace) -> AgentOptions:
+    """Checked options; SystemExit naming the flag that is wrong."""
+    problems = []
+    if problem := dns_label_problem(args.name):
+        problems.append(f"--name: {problem}")
+    for resource in ("cpu", "memory", "disk"):
+        if getattr(args, resource) <= 0:
+            problems.append(f"--{resource}: must be greater than 0")
+    if not args.username or not args.password:
+        problems.append("--username and --password (or PORTICO_NODE_USERNAME/_PASSWORD) needed")
+    if not args.interval > 0:
+        problems.append("--interval: must be greater than 0")
+    if problems:
+        raise SystemExit("portico node-agent: " + "; ".join(problems))
+    return AgentOptions(
+        args.name,
+        args.cpu,
+        args.memory,
+        args.disk,
+        args.server,
+        args.username,
+        args.password,
+        args.cert_dir,
+        args.interval,
+    )
+
+
+def load_or_create_certificate(cert_dir: Path, name: str) -> str:
+    """The node's certificate PEM from ``cert_dir``; a new self-signed one the first time."""
+    cert_path, key_path = cert_dir / f"{name}.crt", cert_dir / f"{name}.key"
+    if cert_path.exists():
+        return cert_path.read_text()
+    cert, key = self_signed(name)
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    # The key is written owner-only before it holds anything.
+    key_path.touch(mode=0o600, exist_ok=True)
+    key_path.write_text(key)
+    cert_path.write_text(cert)
+    return cert
+
+
+def _report(options: AgentOptions) -> pb.NodeStatus:
+    return pb.NodeStatus(
+        id=options.name,
+        status=pb.RUNNING,
+        statusDescription="node agent reporting",
+        resource=pb.Resource(
+            limit=pb.ResourceSummary(cpu=options.cpu, memory=options.memory, disk=options.disk),
+            usage=pb.ResourceSummary(),
+        ),
+    )
+
+
+async def _reports(options: AgentOptions, stop: asyncio.Event) -> AsyncIterator[pb.NodeStatus]:
+    while not stop.is_set():
+        yield _report(options)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), options.interval)
+
+
+async def serve_node(options: AgentOptions, certificate: str, stop: asyncio.Event) -> None:
+    """One session: log in, register, stream status until ``stop`` is set."""
+    async with grpc.aio.insecure_channel(options.server) as channel:
+        login = await auth_pb2_grpc.AuthServiceStub(channel).Login(
+            auth_pb2.LoginRequest(username=options.username, password=options.password)
+        )
+        metadata = (("authorization", f"Bearer {login.token}"),)
+        nodes = pb_grpc.NodeServiceStub(channel)
+        reply = await nodes.Register(
+            pb.NodeRegisterRequest(certificate=certificate), metadata=metadata
+        )
+        print(f"node {options.name}: {reply.description}", flush=True)
+        await nodes.Status(_reports(options, stop), metadata=metadata)
+
+
+async def run_agent(options: AgentOptions, stop: asyncio.Event) -> None:
+    """Serve the node until ``stop`` is set, reconnecting when the server is unreachable."""
+    certificate = load_or_create_certificate(options.cert_dir, options.name)
+    backoff = 0.1
+    while not stop.is_set():
+        try:
+            await serve_node(options, certificate, stop)
+            backoff = 0.1
+        except grpc.aio.AioRpcError as error:
+            if error.code() not in RETRY_CODES:
+                raise SystemExit(
+                    f"portico node-agent: {error.code().name}: {error.details()}"
+                ) from None
+            print(f"node {options.name}: server unreachable; retrying", file=sys.stderr)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+
+
+async def _main(options: AgentOptions) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await run_agent(options, stop)
+
+
+def run_node_agent(args: argparse.Namespace) -> None:
+    """Entry point of ``portico node-agent``."""
+    asyncio.run(_main(options_from(args)))

@@ -1,0 +1,259 @@
+"""The cluster reconciler: moves stored clusters toward their specs, one clock step at a time.
+
+It keeps nothing in memory. Each pass reads every cluster's spec, status and machines from the
+store, decides what the machines and the status should be now (:func:`plan_cluster`, a pure
+function of the stored state and the clock step), and writes the changes of each cluster in one
+transaction. A restart, or another replica taking over as leader, simply continues from the store.
+
+What a pass does for one cluster:
+
+- ``STOPPING``: release every machine; delete a machine's record once MaaS has it back; delete
+  the cluster (spec and status) when no machine is left.
+- Otherwise: advance every machine to the current step; release machines the spec no longer
+  wants (scaled down, pool deleted); allocate machines for empty slots (IPs are the lowest free
+  ones over every cluster; an exhausted pool leaves the cluster waiting, with a message); when
+  no machine is upgrading, start upgrading the next machine that runs another version than the
+  spec's, control plane first (one at a time, as ``kubeadm upgrade`` does).
+- Status: a failed machine makes the cluster ``ERROR`` when the control plane lost its etcd
+  quorum or no worker is left, ``DEGRADED`` otherwise, with every failure in ``status_message``;
+  failed machines are not replaced, so this lasts until the cluster is deleted. When every wanted
+  machine is Ready on the spec's version and no unwanted one is left, the cluster is ``RUNNING``
+  and, the first time, gets its kubeconfig (server on the first control-plane machine).
+  Until then it stays ``PROVISIONING`` (new) or ``RECONCILING`` (changed).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+import gen  # noqa: F401
+from app.services.kaas.records import (
+    CLUSTER,
+    CLUSTER_SPEC,
+    CONTROL_PLANE_POOL,
+    MACHINE,
+    ClusterState,
+    Slot,
+    desired_machines,
+    key_of,
+    load_all_machines,
+    load_cluster,
+    machine_data,
+    parse_machine,
+    sorted_machines,
+)
+from app.sim.clock import Clock
+from app.sim.kubeconfig import issue_kubeconfig
+from app.sim.machines import IpPoolExhausted, Machine, MachineProvider, Phase, Role
+from app.store import ObjectStore
+
+from cnct.kaas.api import api_pb2
+
+log = logging.getLogger(__name__)
+
+# Passes are at least this far apart in wall time: with a near-zero test step, a pass per step
+# would only burn CPU (machines jump over any number of steps at once).
+MIN_PASS_SECONDS = 0.01
+
+Status = api_pb2.ClusterStatus
+
+
+@dataclass
+class Outcome:
+    """What one pass changes for one cluster."""
+
+    status: api_pb2.ClusterDetailItem
+    machines: list[Machine] = field(default_factory=list)  # created or changed
+    released: list[Machine] = field(default_factory=list)  # records to delete
+    gone: bool = False  # delete the cluster itself
+    kubeconfig_server_ip: str = ""  # issue the kubeconfig on this control-plane address
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.machines or self.released or self.gone or self.kubeconfig_server_ip)
+
+
+def plan_cluster(
+    state: ClusterState, provider: MachineProvider, now: int, in_use_ips: Collection[str]
+) -> Outcome:
+    """What the cluster's machines and status should be at step ``now``."""
+    status = api_pb2.ClusterDetailItem()
+    status.CopyFrom(state.status)
+    outcome = Outcome(status)
+    current = {(m.pool, m.index): m for m in state.machines}
+
+    def keep(slot: Slot, machine: Machine) -> Machine:
+        if machine != current.get(slot):
+            outcome.machines.append(machine)
+        return machine
+
+    if state.status.status == api_pb2.STOPPING:
+        left = 0
+        for slot, machine in current.items():
+            machine = provider.advance(provider.release(machine, now), now)
+            if machine.phase is Phase.RELEASED:
+                outcome.released.append(machine)
+            else:
+                keep(slot, machine)
+                left += 1
+        outcome.gone = left == 0
+        status.status_message = f"releasing {left} machine(s)"
+        return outcome
+
+    wanted = desired_machines(state.spec)
+    machines: dict[Slot, Machine] = {}
+    unwanted = 0
+    for slot, machine in current.items():
+        machine = provider.advance(machine, now)
+        if slot in wanted:
+            machines[slot] = keep(slot, machine)
+            continue
+        machine = provider.advance(provider.release(machine, now), now)
+        if machine.phase is Phase.RELEASED:
+            outcome.released.append(machine)
+        else:
+            keep(slot, machine)
+            unwanted += 1
+
+    waiting_for_ips = ""
+    missing = [request for slot, request in wanted.items() if slot not in machines]
+    if missing:
+        try:
+            for machine in provider.allocate(missing, in_use_ips=in_use_ips, now=now):
+                machines[(machine.pool, machine.index)] = keep(
+                    (machine.pool, machine.index), machine
+                )
+        except IpPoolExhausted as exhausted:
+            waiting_for_ips = f"waiting for machine addresses: {exhausted}"
+
+    target = state.spec.k8s_version
+    ordered = sorted_machines(state.spec, machines.values())
+    upgrading = [m for m in ordered if m.phase is Phase.UPGRADING]
+    if not upgrading and not waiting_for_ips:
+        behind = [m for m in ordered if m.is_ready and m.k8s_version != target]
+        if behind:
+            started = provider.upgrade(behind[0], target, now)
+            machines[(started.pool, started.index)] = keep((started.pool, started.index), started)
+            upgrading = [started]
+
+    ordered = sorted_machines(state.spec, machines.values())
+    failed = [m for m in ordered if m.is_failed]
+    ready = [m for m in ordered if m.is_ready and m.k8s_version == target]
+    settled = not waiting_for_ips and not unwanted and len(ready) == len(wanted)
+    if failed:
+        status.status = _failure_status(state.spec, ordered)
+        status.status_message = f"{len(failed)} of {len(wanted)} machine(s) failed: " + "; ".join(
+            m.failure_reason for m in failed
+        )
+    elif settled:
+        status.status = api_pb2.RUNNING
+        status.status_message = f"{len(ready)} machine(s) Ready on Kubernetes {target}"
+        if not status.kubeconfig:
+            control_plane = [m for m in ordered if m.pool == CONTROL_PLANE_POOL]
+            outcome.kubeconfig_server_ip = control_plane[0].ip
+    else:
+        if status.status != api_pb2.PROVISIONING:
+            status.status = api_pb2.RECONCILING
+        if waiting_for_ips:
+            status.status_message = waiting_for_ips
+        elif upgrading:
+            done = sum(m.k8s_version == target for m in ordered)
+            status.status_message = (
+                f"upgrading {upgrading[0].hostname} to {target} "
+                f"({done} of {len(ordered)} machine(s) upgraded)"
+            )
+        elif unwanted:
+            status.status_message = f"releasing {unwanted} machine(s)"
+        else:
+            status.status_message = f"{len(ready)} of {len(wanted)} machine(s) Ready"
+    return outcome
+
+
+def _failure_status(spec: api_pb2.CreateClusterMsg, machines: list[Machine]) -> Status:
+    """ERROR when etcd lost its quorum or no worker can run pods; DEGRADED otherwise."""
+    failed_planes = sum(m.is_failed and m.role is Role.CONTROL_PLANE for m in machines)
+    workers = [m for m in machines if m.role is Role.WORKER]
+    if failed_planes > spec.control_plane_nodes.count // 2 or all(m.is_failed for m in workers):
+        return api_pb2.ERROR
+    return api_pb2.DEGRADED
+
+
+class ClusterReconciler:
+    """The leader-only job that drives every stored cluster toward its spec."""
+
+    def __init__(self, store: ObjectStore, provider: MachineProvider, clock: Clock) -> None:
+        self.store = store
+        self.provider = provider
+        self.clock = clock
+        self._steps_per_pass = max(1, math.ceil(MIN_PASS_SECONDS / clock.step_seconds))
+
+    async def run(self) -> None:
+        """Reconcile on every pass until cancelled."""
+        while True:
+            await self.reconcile_all()
+            await self.clock.sleep_steps(self._steps_per_pass)
+
+    async def reconcile_all(self) -> int:
+        """One pass over every cluster; returns how many clusters changed."""
+        now = self.clock.now()
+        statuses = await self.store.list(CLUSTER)
+        specs = {
+            r.key: r.parse(api_pb2.CreateClusterMsg) for r in await self.store.list(CLUSTER_SPEC)
+        }
+        machines = [parse_machine(r) for r in await self.store.list(MACHINE)]
+        in_use = {m.ip for m in machines if m.holds_ip}
+        changed = 0
+        for record in statuses:
+            spec = specs.get(record.key)
+            if spec is None:
+                continue
+            state = ClusterState(
+                spec,
+                record.parse(api_pb2.ClusterDetailItem),
+                tuple(m for m in machines if m.cluster == record.key),
+            )
+            # A read-only look first: settled clusters cost no write transaction.
+            outcome = plan_cluster(state, self.provider, now, in_use)
+            if outcome.changes or outcome.status != state.status:
+                changed += await self.reconcile(record.key, now)
+        return changed
+
+    async def reconcile(self, name: str, now: int) -> bool:
+        """Plan and write one cluster's changes in a transaction; whether anything was written."""
+        async with self.store.transaction() as tx:
+            state = await load_cluster(tx, name)
+            if state is None:
+                return False
+            in_use = {m.ip for m in await load_all_machines(tx) if m.holds_ip}
+            outcome = plan_cluster(state, self.provider, now, in_use)
+            if not outcome.changes and outcome.status == state.status:
+                return False
+            for machine in outcome.released:
+                await tx.delete(MACHINE, key_of(machine))
+            for machine in outcome.machines:
+                if any(m.pool == machine.pool and m.index == machine.index for m in state.machines):
+                    await tx.update(MACHINE, key_of(machine), machine_data(machine))
+                else:
+                    await tx.create(MACHINE, key_of(machine), machine_data(machine))
+            if outcome.gone:
+                await tx.delete(CLUSTER, name)
+                await tx.delete(CLUSTER_SPEC, name)
+                log.info("cluster %s deleted: every machine released", name)
+                return True
+            if outcome.kubeconfig_server_ip:
+                # Issued once and stored: the CA key and token are random, never re-rendered.
+                outcome.status.kubeconfig = issue_kubeconfig(
+                    name, outcome.kubeconfig_server_ip, now=self.clock.time_of(now)
+                )
+            if outcome.status.status != state.status.status:
+                log.info(
+                    "cluster %s: %s -> %s",
+                    name,
+                    api_pb2.ClusterStatus.Name(state.status.status),
+                    api_pb2.ClusterStatus.Name(outcome.status.status),
+                )
+            await tx.update(CLUSTER, name, outcome.status)
+        return True

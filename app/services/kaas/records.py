@@ -1,0 +1,140 @@
+"""How the cluster manager keeps clusters in the store: kinds, keys and the desired machines.
+
+Three kinds, written together in transactions::
+
+    kind               key                    message            holds
+    kaas.cluster       <name>                 ClusterDetailItem  status, message, kubeconfig
+    kaas.cluster_spec  <name>                 CreateClusterMsg   version, control plane, pools
+    kaas.machine       <name>/<pool>/<index>  Struct             one machine (Machine.to_dict)
+
+The spec is the desired state (``k8s_version`` is the version the cluster should run); the
+reconciler compares it with the machines and writes the observed status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from google.protobuf import struct_pb2
+
+import gen  # noqa: F401
+from app.services.plain_data import from_struct, to_struct
+from app.sim.machines import Machine, MachineRequest, Role
+from app.store import Record
+
+from cnct.kaas.api import api_pb2
+
+CLUSTER = "kaas.cluster"
+CLUSTER_SPEC = "kaas.cluster_spec"
+MACHINE = "kaas.machine"
+
+# The control plane's machines form a pool of their own; worker pools may not take its name.
+CONTROL_PLANE_POOL = "control-plane"
+
+Slot = tuple[str, int]  # (pool, index)
+
+
+class Reader(Protocol):
+    """What loading needs: the store itself or a transaction."""
+
+    async def get(self, kind: str, key: str) -> Record | None: ...
+
+    async def list(self, kind: str, prefix: str = "") -> list[Record]: ...
+
+
+def machine_key(cluster: str, pool: str, index: int) -> str:
+    """The store key of a cluster's machine slot."""
+    return f"{cluster}/{pool}/{index}"
+
+
+def key_of(machine: Machine) -> str:
+    """The store key of ``machine``."""
+    return machine_key(machine.cluster, machine.pool, machine.index)
+
+
+def machine_data(machine: Machine) -> struct_pb2.Struct:
+    """The stored form of a machine."""
+    return to_struct(machine.to_dict())
+
+
+def parse_machine(record: Record) -> Machine:
+    """A machine from its record."""
+    return Machine.from_dict(from_struct(Machine, record.parse(struct_pb2.Struct)))
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """One cluster as stored: desired spec, observed status and its machines."""
+
+    spec: api_pb2.CreateClusterMsg
+    status: api_pb2.ClusterDetailItem
+    machines: tuple[Machine, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+async def load_cluster(reader: Reader, name: str) -> ClusterState | None:
+    """The cluster ``name``, or None if there is none."""
+    status = await reader.get(CLUSTER, name)
+    spec = await reader.get(CLUSTER_SPEC, name)
+    if status is None or spec is None:
+        return None
+    machines = await reader.list(MACHINE, f"{name}/")
+    return ClusterState(
+        spec.parse(api_pb2.CreateClusterMsg),
+        status.parse(api_pb2.ClusterDetailItem),
+        tuple(parse_machine(r) for r in machines),
+    )
+
+
+async def load_all_machines(reader: Reader) -> list[Machine]:
+    """Every machine of every cluster."""
+    return [parse_machine(r) for r in await reader.list(MACHINE)]
+
+
+def pool_names(spec: api_pb2.CreateClusterMsg) -> list[str]:
+    """The worker pools' names, in the order they were added."""
+    return [pool.name for pool in spec.worker_node_pools]
+
+
+def desired_machines(spec: api_pb2.CreateClusterMsg) -> dict[Slot, MachineRequest]:
+    """Every machine the spec asks for, control plane first, by (pool, index)."""
+    plane = spec.control_plane_nodes
+    wanted: dict[Slot, MachineRequest] = {}
+    for index in range(plane.count):
+        wanted[(CONTROL_PLANE_POOL, index)] = MachineRequest(
+            spec.name,
+            CONTROL_PLANE_POOL,
+            index,
+            spec.k8s_version,
+            Role.CONTROL_PLANE,
+            plane.instanceType,
+        )
+    for pool in spec.worker_node_pools:
+        for index in range(pool.count):
+            wanted[(pool.name, index)] = MachineRequest(
+                spec.name, pool.name, index, spec.k8s_version, Role.WORKER, pool.instanceType
+            )
+    return wanted
+
+
+def machine_order(spec: api_pb2.CreateClusterMsg) -> dict[str, int]:
+    """Sort rank of each pool: control plane, then worker pools as added (others last)."""
+    return {name: rank for rank, name in enumerate([CONTROL_PLANE_POOL, *pool_names(spec)])}
+
+
+def sorted_machines(spec: api_pb2.CreateClusterMsg, machines: Iterable[Machine]) -> list[Machine]:
+    """Machines in the order users read them: control plane, pools as added, by index."""
+    rank = machine_order(spec)
+    return sorted(machines, key=lambda m: (rank.get(m.pool, len(rank)), m.pool, m.index))
+
+
+def cluster_item(detail: api_pb2.ClusterDetailItem) -> api_pb2.ClusterItem:
+    """The list form of a cluster (no kubeconfig)."""
+    return api_pb2.ClusterItem(
+        name=detail.name, status_message=detail.status_message, status=detail.status
+    )

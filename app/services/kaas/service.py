@@ -1,0 +1,384 @@
+"""``cnct.kaas.api.Cluster``: Kubernetes clusters on (simulated) MaaS machines.
+
+The servicer validates, checks the stored state and writes the desired state (spec) and status
+in one transaction; the :mod:`reconciler <app.services.kaas.reconciler>` does the slow work.
+Behaviour where SPEC.md is silent:
+
+- Every request is validated first (INVALID_ARGUMENT naming each field), then the cluster is
+  looked up (NOT_FOUND), then its state is checked (FAILED_PRECONDITION naming the state).
+- ``control-plane`` is the control plane's pool name; a worker pool may not use it
+  (INVALID_ARGUMENT). The control plane's size cannot be changed after creation.
+- A create, pool addition or scale-up that would need more machine addresses than the IP pool
+  has left (counting every cluster's wanted and still-held machines) is RESOURCE_EXHAUSTED.
+- ``CreateClusterReply.ok`` and the other ``ok`` flags are true whenever the request was
+  accepted; errors are statuses. ``DeleteClusterReply.status`` is the cluster's status name
+  (``STOPPING``).
+- ``ScaleNodePool`` to the current counts changes nothing and leaves the cluster ``RUNNING``.
+- ``UpgradeCluster`` needs a ``RUNNING`` cluster; a version that is not one of
+  ``GetUpgradeClusterInformation``'s is INVALID_ARGUMENT on ``version``, listing the choices.
+- ``GetUpgradeClusterInformation`` lists the upgrade targets in any state; ``ok`` is true when
+  there is at least one (the upgrade itself still needs a ``RUNNING`` cluster).
+- ``GetClusterNodesStatus`` lists every machine the cluster holds, including ones being
+  released after a scale-down, control plane first.
+- Clusters that failed (``ERROR``/``DEGRADED``) keep their failed machines; delete and recreate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Collection, Sequence
+
+import grpc
+
+import gen  # noqa: F401
+from app.services.kaas import validation
+from app.services.kaas.build import running_build
+from app.services.kaas.records import (
+    CLUSTER,
+    CLUSTER_SPEC,
+    MACHINE,
+    ClusterState,
+    cluster_item,
+    desired_machines,
+    load_cluster,
+    parse_machine,
+    pool_names,
+    sorted_machines,
+)
+from app.services.kaas.versions import upgrade_targets
+from app.services.status import Violation, Violations, abort, abort_invalid, abort_store_error
+from app.sim.machines import MachineProvider
+from app.store import ObjectStore, Record, StoreError, Transaction
+
+from cnct.kaas.api import api_pb2, api_pb2_grpc
+
+Code = grpc.StatusCode
+
+
+class Rejected(Exception):
+    """A request refused after looking at the stored state; rolls its transaction back."""
+
+    def __init__(
+        self, code: grpc.StatusCode, message: str, violations: Sequence[Violation] = ()
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.violations = violations
+
+
+def _state_name(status: int) -> str:
+    return api_pb2.ClusterStatus.Name(status)
+
+
+async def _existing(tx: Transaction, name: str) -> ClusterState:
+    state = await load_cluster(tx, name)
+    if state is None:
+        raise Rejected(Code.NOT_FOUND, f"cluster {name!r} not found")
+    return state
+
+
+def _require_running(state: ClusterState, doing: str) -> None:
+    if state.status.status != api_pb2.RUNNING:
+        raise Rejected(
+            Code.FAILED_PRECONDITION,
+            f"cannot {doing} cluster {state.name!r} while it is "
+            f"{_state_name(state.status.status)}; it must be RUNNING",
+        )
+
+
+class ClusterService(api_pb2_grpc.ClusterServicer):
+    """The cluster manager's 11 RPCs over the object store."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        provider: MachineProvider,
+        *,
+        versions: Sequence[str],
+        machine_capacity: int,
+    ) -> None:
+        self.store = store
+        self.provider = provider
+        self.versions = tuple(versions)
+        self.machine_capacity = machine_capacity
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def GetCluster(
+        self, request: api_pb2.GetClusterMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.GetClusterReply:
+        await self._check(context, _name_only(request.name, "name"))
+        record = await self._read(context, CLUSTER, request.name)
+        return api_pb2.GetClusterReply(ok=True, cluster=record.parse(api_pb2.ClusterDetailItem))
+
+    async def GetClusterList(
+        self, request: api_pb2.GetClusterListMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.GetClusterListReply:
+        try:
+            records = await self.store.list(CLUSTER)  # ordered by key, which is the name
+        except StoreError as error:
+            await abort_store_error(context, error)
+        clusters = [cluster_item(r.parse(api_pb2.ClusterDetailItem)) for r in records]
+        return api_pb2.GetClusterListReply(ok=True, clusters=clusters)
+
+    async def GetClusterNodesStatus(
+        self, request: api_pb2.GetClusterNodesStatusMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.GetClusterNodesStatusReply:
+        name = request.clusterName
+        await self._check(context, _name_only(name, "clusterName"))
+        spec = (await self._read(context, CLUSTER_SPEC, name)).parse(api_pb2.CreateClusterMsg)
+        try:
+            machines = [parse_machine(r) for r in await self.store.list(MACHINE, f"{name}/")]
+        except StoreError as error:
+            await abort_store_error(context, error)
+        statuses = [self.provider.node_status(m) for m in sorted_machines(spec, machines)]
+        return api_pb2.GetClusterNodesStatusReply(Name=name, count=len(statuses), machines=statuses)
+
+    async def GetUpgradeClusterInformation(
+        self, request: api_pb2.GetUpgradeClusterInformationMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.GetUpgradeClusterInformationReply:
+        await self._check(context, _name_only(request.name, "name"))
+        spec = (await self._read(context, CLUSTER_SPEC, request.name)).parse(
+            api_pb2.CreateClusterMsg
+        )
+        targets = upgrade_targets(spec.k8s_version, self.versions)
+        return api_pb2.GetUpgradeClusterInformationReply(ok=bool(targets), versions=targets)
+
+    async def GetVersionInformation(
+        self, request: api_pb2.GetVersionMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.GetVersionReply:
+        # The first call asks git (a subprocess); later ones reuse the answer.
+        build = await asyncio.to_thread(running_build)
+        return api_pb2.GetVersionReply(ok=True, version_information=build)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def CreateCluster(
+        self, request: api_pb2.CreateClusterMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.CreateClusterReply:
+        await self._check(context, validation.check_create(request, self.versions))
+        wanted = len(desired_machines(request))
+        status = api_pb2.ClusterDetailItem(
+            name=request.name,
+            status=api_pb2.PROVISIONING,
+            status_message=f"0 of {wanted} machine(s) Ready",
+        )
+
+        async def create(tx: Transaction) -> None:
+            if await tx.get(CLUSTER, request.name) is not None:
+                raise Rejected(Code.ALREADY_EXISTS, f"cluster {request.name!r} already exists")
+            await self._check_capacity(tx, wanted)
+            await tx.create(CLUSTER_SPEC, request.name, request)
+            await tx.create(CLUSTER, request.name, status)
+
+        await self._write(context, create)
+        return api_pb2.CreateClusterReply(ok=True, cluster=cluster_item(status))
+
+    async def DeleteCluster(
+        self, request: api_pb2.DeleteClusterMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.DeleteClusterReply:
+        await self._check(context, _name_only(request.name, "name"))
+
+        async def delete(tx: Transaction) -> None:
+            state = await _existing(tx, request.name)
+            if state.status.status == api_pb2.STOPPING:
+                return  # already on its way out: deleting again is not an error
+            status = api_pb2.ClusterDetailItem()
+            status.CopyFrom(state.status)
+            status.status = api_pb2.STOPPING
+            status.status_message = f"releasing {len(state.machines)} machine(s)"
+            await tx.update(CLUSTER, request.name, status)
+
+        await self._write(context, delete)
+        return api_pb2.DeleteClusterReply(ok=True, status=_state_name(api_pb2.STOPPING))
+
+    async def AddNodePool(
+        self, request: api_pb2.AddNodePoolMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.AddNodePoolReply:
+        await self._check(context, validation.check_add_pools(request))
+
+        async def add(tx: Transaction) -> None:
+            state = await _existing(tx, request.clusterName)
+            _require_running(state, "add node pools to")
+            existing = set(pool_names(state.spec))
+            taken = [p.name for p in request.worker_node_pools if p.name in existing]
+            if taken:
+                raise Rejected(
+                    Code.ALREADY_EXISTS,
+                    f"cluster {state.name!r} already has node pool(s) {', '.join(taken)}",
+                )
+            await self._check_capacity(tx, sum(p.count for p in request.worker_node_pools))
+            spec = _copy_spec(state.spec)
+            spec.worker_node_pools.extend(request.worker_node_pools)
+            added = ", ".join(p.name for p in request.worker_node_pools)
+            await self._reconcile(tx, state, spec, f"adding node pool(s) {added}")
+
+        await self._write(context, add)
+        return api_pb2.AddNodePoolReply(ok=True)
+
+    async def DeleteNodePool(
+        self, request: api_pb2.DeleteNodePoolMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.DeleteNodePoolReply:
+        await self._check(context, validation.check_delete_pools(request))
+
+        async def delete(tx: Transaction) -> None:
+            state = await _existing(tx, request.clusterName)
+            _require_running(state, "delete node pools of")
+            _require_pools(state, request.node_pool_names)
+            doomed = set(request.node_pool_names)
+            spec = _copy_spec(state.spec)
+            kept = [p for p in spec.worker_node_pools if p.name not in doomed]
+            if not kept:
+                raise Rejected(
+                    Code.FAILED_PRECONDITION,
+                    f"cannot delete every worker pool of cluster {state.name!r}: "
+                    "a cluster needs at least one (delete the cluster instead)",
+                )
+            del spec.worker_node_pools[:]
+            spec.worker_node_pools.extend(kept)
+            deleted = ", ".join(request.node_pool_names)
+            await self._reconcile(tx, state, spec, f"deleting node pool(s) {deleted}")
+
+        await self._write(context, delete)
+        return api_pb2.DeleteNodePoolReply(ok=True)
+
+    async def ScaleNodePool(
+        self, request: api_pb2.ScaleNodePoolMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.ScaleNodePoolReply:
+        await self._check(context, validation.check_scale_pools(request))
+
+        async def scale(tx: Transaction) -> None:
+            state = await _existing(tx, request.clusterName)
+            _require_running(state, "scale node pools of")
+            _require_pools(state, [p.name for p in request.node_pools])
+            counts = {p.name: p.count for p in request.node_pools}
+            spec = _copy_spec(state.spec)
+            growth = 0
+            for pool in spec.worker_node_pools:
+                if pool.name in counts:
+                    growth += max(0, counts[pool.name] - pool.count)
+                    pool.count = counts[pool.name]
+            if spec == state.spec:
+                return
+            await self._check_capacity(tx, growth)
+            scaled = ", ".join(f"{p.name} to {p.count}" for p in request.node_pools)
+            await self._reconcile(tx, state, spec, f"scaling node pool(s) {scaled}")
+
+        await self._write(context, scale)
+        return api_pb2.ScaleNodePoolReply(ok=True)
+
+    async def UpgradeCluster(
+        self, request: api_pb2.UpgradeClusterMsg, context: grpc.aio.ServicerContext
+    ) -> api_pb2.UpgradeClusterReply:
+        await self._check(context, validation.check_upgrade(request))
+
+        async def upgrade(tx: Transaction) -> None:
+            state = await _existing(tx, request.name)
+            _require_running(state, "upgrade")
+            current = state.spec.k8s_version
+            targets = upgrade_targets(current, self.versions)
+            if request.version not in targets:
+                choices = ", ".join(targets) if targets else "none (it runs the newest)"
+                problem = (
+                    f"cannot upgrade from {current} to {request.version!r}; "
+                    f"the versions it can move to are: {choices}"
+                )
+                raise Rejected(
+                    Code.INVALID_ARGUMENT,
+                    f"version: {problem}",
+                    [Violation("version", problem)],
+                )
+            spec = _copy_spec(state.spec)
+            spec.k8s_version = request.version
+            message = f"upgrading from {current} to {request.version}"
+            await self._reconcile(tx, state, spec, message)
+
+        await self._write(context, upgrade)
+        return api_pb2.UpgradeClusterReply(ok=True)
+
+    # -- shared steps ----------------------------------------------------------------------
+
+    async def _check(self, context: grpc.aio.ServicerContext, violations: Violations) -> None:
+        if violations:
+            await abort_invalid(context, violations)
+
+    async def _read(self, context: grpc.aio.ServicerContext, kind: str, name: str) -> Record:
+        try:
+            record = await self.store.get(kind, name)
+        except StoreError as error:
+            await abort_store_error(context, error)
+        if record is None:
+            await abort(context, Code.NOT_FOUND, f"cluster {name!r} not found")
+        return record
+
+    async def _write(
+        self, context: grpc.aio.ServicerContext, change: Callable[[Transaction], Awaitable[None]]
+    ) -> None:
+        """Run ``change(tx)`` in one transaction; a refusal rolls everything back."""
+        try:
+            async with self.store.transaction() as tx:
+                await change(tx)
+        except Rejected as rejected:
+            await abort(context, rejected.code, rejected.message, rejected.violations)
+        except StoreError as error:
+            await abort_store_error(context, error)
+
+    async def _reconcile(
+        self, tx: Transaction, state: ClusterState, spec: api_pb2.CreateClusterMsg, message: str
+    ) -> None:
+        """Store the new spec and hand the cluster to the reconciler (RECONCILING)."""
+        status = api_pb2.ClusterDetailItem()
+        status.CopyFrom(state.status)
+        status.status = api_pb2.RECONCILING
+        status.status_message = message
+        await tx.update(CLUSTER_SPEC, state.name, spec)
+        await tx.update(CLUSTER, state.name, status)
+
+    async def _check_capacity(self, tx: Transaction, more: int) -> None:
+        """RESOURCE_EXHAUSTED unless the IP pool can hold ``more`` machines on top of all others."""
+        specs = [r.parse(api_pb2.CreateClusterMsg) for r in await tx.list(CLUSTER_SPEC)]
+        stopping = {
+            r.key
+            for r in await tx.list(CLUSTER)
+            if r.parse(api_pb2.ClusterDetailItem).status == api_pb2.STOPPING
+        }
+        machines = [parse_machine(r) for r in await tx.list(MACHINE)]
+        held = {(m.cluster, m.pool, m.index) for m in machines if m.holds_ip}
+        wanted = {
+            (spec.name, pool, index)
+            for spec in specs
+            if spec.name not in stopping
+            for pool, index in desired_machines(spec)
+        }
+        committed = len(held | wanted)
+        if committed + more > self.machine_capacity:
+            free = max(0, self.machine_capacity - committed)
+            raise Rejected(
+                Code.RESOURCE_EXHAUSTED,
+                f"the machine IP pool has {free} free address(es) of {self.machine_capacity}; "
+                f"{more} more machine(s) requested",
+            )
+
+
+def _name_only(name: str, path: str) -> Violations:
+    violations = Violations()
+    validation.check_name(violations, path, name)
+    return violations
+
+
+def _copy_spec(spec: api_pb2.CreateClusterMsg) -> api_pb2.CreateClusterMsg:
+    copy = api_pb2.CreateClusterMsg()
+    copy.CopyFrom(spec)
+    return copy
+
+
+def _require_pools(state: ClusterState, names: Collection[str]) -> None:
+    existing = set(pool_names(state.spec))
+    unknown = [name for name in names if name not in existing]
+    if unknown:
+        raise Rejected(
+            Code.NOT_FOUND,
+            f"cluster {state.name!r} has no node pool(s) {', '.join(unknown)} "
+            f"(its pools: {', '.join(pool_names(state.spec))})",
+        )

@@ -1,0 +1,1 @@
+"""Storage data-control-center: statistics of a simulated Ceph cluster (``stats.StatsService``)."""

@@ -1,0 +1,84 @@
+"""The scheduler as the server runs it: its two servicers and its background jobs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import gen  # noqa: F401
+from app.config import Settings
+from app.services.kudo.health import failure_detection_job
+from app.services.kudo.instances import create_instance
+from app.services.kudo.records import INSTANCE, InstanceRecord
+from app.services.kudo.runtime import runtime_job
+from app.services.kudo.scheduling import scheduling_job
+from app.services.kudo.service import InstanceService, NodeService
+from app.services.kudo.simulated_nodes import simulated_nodes_job
+from app.sim.clock import Clock, SimClock
+from app.store import ObjectStore
+
+from scheduler import scheduler_pb2 as pb
+
+Job = Callable[[], Awaitable[None]]
+
+DEMO_INSTANCES = (
+    pb.Instance(
+        name="demo-web",
+        uri="docker://nginx:1.27",
+        resource=pb.Resource(limit=pb.ResourceSummary(cpu=1, memory=256, disk=2)),
+        ports=[pb.Port(source=8080, destination=80)],
+        environnement=["NGINX_PORT=80"],
+    ),
+    pb.Instance(
+        name="demo-cache",
+        uri="docker://redis:7.4",
+        resource=pb.Resource(limit=pb.ResourceSummary(cpu=2, memory=1024, disk=4)),
+        ports=[pb.Port(source=6379, destination=6379)],
+    ),
+)
+
+
+@dataclass
+class SchedulerSystem:
+    """What :func:`scheduler_system` builds."""
+
+    servicers: dict[str, object] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+
+
+def demo_instances_job(store: ObjectStore, clock: Clock) -> Job:
+    """A job creating the demo instances once (by name), then idling."""
+
+    async def create_demo_instances() -> None:
+        names = {InstanceRecord.from_bytes(r.data).name for r in await store.list(INSTANCE)}
+        for instance in DEMO_INSTANCES:
+            if instance.name not in names:
+                await create_instance(store, instance, clock)
+        await asyncio.Event().wait()
+
+    return create_demo_instances
+
+
+def scheduler_system(store: ObjectStore, settings: Settings) -> SchedulerSystem:
+    """NodeService and InstanceService over ``store``, with placement, the simulated runtime,
+    failure detection, simulated nodes (``sim_nodes``) and demo instances (``demo``)."""
+    clock = SimClock(settings.sim_step_seconds)
+    grace = settings.node_grace_seconds
+    pool = settings.node_subnet_pool
+    system = SchedulerSystem(
+        servicers={
+            "scheduler.NodeService": NodeService(store, clock, pool, grace),
+            "scheduler.InstanceService": InstanceService(store, clock),
+        },
+        jobs=[
+            scheduling_job(store, clock),
+            runtime_job(store, clock),
+            failure_detection_job(store, grace, clock),
+        ],
+    )
+    if settings.sim_nodes > 0:
+        system.jobs.append(simulated_nodes_job(store, settings.sim_nodes, pool, grace, clock))
+    if settings.demo:
+        system.jobs.append(demo_instances_job(store, clock))
+    return system

@@ -1,0 +1,62 @@
+"""Checks of scheduler requests: every problem of a request is reported at once, by field."""
+
+from __future__ import annotations
+
+import re
+
+import gen  # noqa: F401
+from app.services.kudo.images import InvalidReference, parse_reference
+from app.services.names import dns_label_problem
+from app.services.status import Violations
+
+from scheduler import scheduler_pb2 as pb
+
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+MAX_PORTS = 64
+MAX_ENVIRONMENT = 256
+
+
+def instance_violations(instance: pb.Instance) -> Violations:
+    """What is wrong with an ``Instance`` given to ``Create`` (empty when it is fine)."""
+    found = Violations()
+    found.check(not instance.id, "id", "is assigned by the scheduler; leave it empty")
+    problem = dns_label_problem(instance.name)
+    if problem:
+        found.add("name", problem)
+    found.check(instance.type in pb.Type.values(), "type", f"unknown instance type {instance.type}")
+    try:
+        parse_reference(instance.uri)
+    except InvalidReference as exc:
+        found.add("uri", str(exc))
+    limit = instance.resource.limit
+    for dimension in ("cpu", "memory", "disk"):
+        value = getattr(limit, dimension)
+        found.check(
+            value > 0, f"resource.limit.{dimension}", f"must be greater than 0 (got {value})"
+        )
+    found.check(len(instance.ports) <= MAX_PORTS, "ports", f"at most {MAX_PORTS} ports")
+    sources: dict[int, int] = {}
+    for index, port in enumerate(instance.ports):
+        for end in ("source", "destination"):
+            value = getattr(port, end)
+            found.check(
+                1 <= value <= 65535, f"ports[{index}].{end}", f"must be 1-65535 (got {value})"
+            )
+        if port.source in sources:
+            found.add(
+                f"ports[{index}].source",
+                f"port {port.source} is already used by ports[{sources[port.source]}]",
+            )
+        sources.setdefault(port.source, index)
+    found.check(
+        len(instance.environnement) <= MAX_ENVIRONMENT,
+        "environnement",
+        f"at most {MAX_ENVIRONMENT} variables",
+    )
+    for index, variable in enumerate(instance.environnement):
+        found.check(
+            bool(_ENV.match(variable)),
+            f"environnement[{index}]",
+            "must be NAME=value with NAME of letters, digits and _ (not starting with a digit)",
+        )
+    return found

@@ -1,0 +1,253 @@
+"""The container runtime API ``v1alpha.PublicAPI``: a read-only view of pods, images, events, logs.
+
+Behaviour where SPEC is silent (see :mod:`app.services.rkt.pods` for the mapping itself):
+- ``detail`` false lists pods without apps and manifest (pods still preparing show only id and
+  state, as the document says) and images without manifest; ``detail`` true adds apps whose image
+  carries only its id, and the manifest; Inspect* returns everything.
+- All times are seconds since the epoch (pod timestamps: nanoseconds). ``since_time`` is
+  inclusive, ``until_time`` exclusive. ListenEvents without ``since_time`` sends only new events;
+  with one it first replays the stored transitions from then on. A stream with ``until_time``
+  closes at that moment.
+- GetLogs: one line per transition of the pod's app; ``lines`` 0 means all; an ``app_name`` the
+  pod does not have is NOT_FOUND. The first reply carries the existing lines (possibly none); with
+  ``follow`` new lines follow until the client leaves, ``until_time`` passes or the pod is
+  garbage-collected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+
+import gen  # noqa: F401
+from app import __version__
+from app.services.kudo.records import INSTANCE, InstanceRecord
+from app.services.rkt import filters
+from app.services.rkt.pods import (
+    Detail,
+    EventTranslator,
+    LogLine,
+    image_imports,
+    image_of,
+    is_pod,
+    log_lines,
+    pod_of,
+)
+from app.services.status import Violations, abort, abort_invalid
+from app.store import EventType, ObjectStore, StoreError
+
+from scheduler import scheduler_pb2 as spb
+from v1alpha import api_pb2 as pb
+from v1alpha import api_pb2_grpc as pb_grpc
+
+RKT_VERSION = "1.30.0"
+APPC_VERSION = "0.8.11"
+API_VERSION = "1.0.0-alpha"
+
+
+def global_flags(data_dir: Path) -> pb.GlobalFlags:
+    """The flags this server runs the runtime API with: its data folder, TLS-less gRPC."""
+    return pb.GlobalFlags(
+        dir=str(data_dir.resolve()),
+        # gRPC is served without TLS (put a TLS-terminating proxy in front).
+        insecure_flags="tls",
+        trust_keys_from_https=False,
+    )
+
+
+def _times_violations(since: int, until: int, prefix: str = "") -> Violations:
+    found = Violations()
+    found.check(since >= 0, f"{prefix}since_time", "must not be negative")
+    found.check(until >= 0, f"{prefix}until_time", "must not be negative")
+    if since and until and until <= since:
+        found.add(f"{prefix}until_time", "must be after since_time")
+    return found
+
+
+def _in_window(line: LogLine, since: int, until: int) -> bool:
+    seconds = line.at_ns // 1_000_000_000
+    return (not since or seconds >= since) and (not until or seconds < until)
+
+
+class _Follow:
+    """Iterates a store watch, ending quietly at an optional wall-clock deadline."""
+
+    def __init__(self, events: AsyncIterator, until: int) -> None:
+        self._events = events
+        self._until = until
+
+    async def next(self) -> object | None:
+        """The next store event, or None once the deadline has passed."""
+        if not self._until:
+            return await anext(self._events)
+        remaining = self._until - time.time()
+        if remaining <= 0:
+            return None
+        try:
+            return await asyncio.wait_for(anext(self._events), remaining)
+        except TimeoutError:
+            return None
+
+
+class RuntimeService(pb_grpc.PublicAPIServicer):
+    """Pods and images on the nodes, as the scheduler placed them."""
+
+    def __init__(self, store: ObjectStore, global_flags: pb.GlobalFlags) -> None:
+        self.store = store
+        self.global_flags = global_flags
+        self.version = __version__
+        self.open_streams = 0
+
+    async def _instances(self) -> list[InstanceRecord]:
+        return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
+
+    async def _pod_instance(self, pod_id: str, context: grpc.aio.ServicerContext) -> tuple:
+        try:
+            record = await self.store.get(INSTANCE, pod_id)
+        except StoreError as exc:
+            await abort(context, exc.code, str(exc))
+        instance = None if record is None else InstanceRecord.from_bytes(record.data)
+        if instance is None or not is_pod(instance):
+            await abort(context, grpc.StatusCode.NOT_FOUND, f"pod {pod_id!r} not found")
+        return instance, record.revision
+
+    async def GetInfo(
+        self, request: pb.GetInfoRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetInfoResponse:
+        return pb.GetInfoResponse(
+            info=pb.Info(
+                # Build metadata says which server emulates this rkt API version.
+                rkt_version=f"{RKT_VERSION}+portico.{self.version.split('+')[0]}",
+                appc_version=APPC_VERSION,
+                api_version=API_VERSION,
+                global_flags=self.global_flags,
+            )
+        )
+
+    async def ListPods(
+        self, request: pb.ListPodsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListPodsResponse:
+        instances = [i for i in await self._instances() if is_pod(i)]
+        imports = {k: at for k, (_, at) in image_imports(instances).items()}
+        # Filters see the whole pod; the reply then shows the requested detail.
+        full = [(pod_of(i, Detail.FULL, imports), i) for i in instances]
+        chosen = {p.id for p in filters.select_pods([p for p, _ in full], request.filters)}
+        detail = Detail.LISTED if request.detail else Detail.REDUCED
+        pods = [pod_of(i, detail, imports) for p, i in full if p.id in chosen]
+        return pb.ListPodsResponse(pods=pods)
+
+    async def InspectPod(
+        self, request: pb.InspectPodRequest, context: grpc.aio.ServicerContext
+    ) -> pb.InspectPodResponse:
+        if not request.id:
+            found = Violations()
+            found.add("id", "is required (the pod id)")
+            await abort_invalid(context, found)
+        instance, _ = await self._pod_instance(request.id, context)
+        imports = {k: at for k, (_, at) in image_imports(await self._instances()).items()}
+        return pb.InspectPodResponse(pod=pod_of(instance, Detail.FULL, imports))
+
+    async def ListImages(
+        self, request: pb.ListImagesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListImagesResponse:
+        imports = image_imports(await self._instances())
+        everything = [image_of(ref, at, Detail.FULL) for ref, at in imports.values()]
+        chosen = {i.id for i in filters.select_images(everything, request.filters)}
+        detail = Detail.LISTED if request.detail else Detail.REDUCED
+        images = [
+            image_of(ref, at, detail)
+            for ref, at in sorted(imports.values(), key=lambda pair: (pair[1], pair[0].id))
+            if ref.id in chosen
+        ]
+        return pb.ListImagesResponse(images=images)
+
+    async def InspectImage(
+        self, request: pb.InspectImageRequest, context: grpc.aio.ServicerContext
+    ) -> pb.InspectImageResponse:
+        if not request.id:
+            found = Violations()
+            found.add("id", "is required (the image id, sha512-...)")
+            await abort_invalid(context, found)
+        imports = image_imports(await self._instances())
+        if request.id not in imports:
+            await abort(context, grpc.StatusCode.NOT_FOUND, f"image {request.id!r} not found")
+        reference, at = imports[request.id]
+        return pb.InspectImageResponse(image=image_of(reference, at, Detail.FULL))
+
+    async def ListenEvents(
+        self, request: pb.ListenEventsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ListenEventsResponse]:
+        wanted = request.filter
+        found = _times_violations(wanted.since_time, wanted.until_time, "filter.")
+        for index, kind in enumerate(wanted.types):
+            found.check(kind in pb.EventType.values(), f"filter.types[{index}]", "unknown type")
+        if found:
+            await abort_invalid(context, found)
+        self.open_streams += 1
+        try:
+            revision = await self.store.current_revision()
+            translator = EventTranslator()
+            backlog = translator.replay(await self._instances())
+            if wanted.since_time:
+                replayed = [e for e in backlog if filters.event_matches(e, wanted)]
+                if replayed:
+                    yield pb.ListenEventsResponse(events=replayed)
+            async with contextlib.aclosing(self.store.watch(INSTANCE, revision)) as events:
+                follow = _Follow(events, wanted.until_time)
+                while (event := await follow.next()) is not None:
+                    if event.type is EventType.DELETED:
+                        continue
+                    fresh = translator.absorb(InstanceRecord.from_bytes(event.data))
+                    matching = [e for e in fresh if filters.event_matches(e, wanted)]
+                    if matching:
+                        yield pb.ListenEventsResponse(events=matching)
+        finally:
+            self.open_streams -= 1
+
+    async def GetLogs(
+        self, request: pb.GetLogsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.GetLogsResponse]:
+        found = _times_violations(request.since_time, request.until_time)
+        found.check(bool(request.pod_id), "pod_id", "is required (the pod id)")
+        found.check(request.lines >= 0, "lines", "must not be negative")
+        if found:
+            await abort_invalid(context, found)
+        instance, revision = await self._pod_instance(request.pod_id, context)
+        if request.app_name and request.app_name != instance.name:
+            await abort(
+                context,
+                grpc.StatusCode.NOT_FOUND,
+                f"pod {request.pod_id!r} has no app {request.app_name!r} "
+                f"(its app is {instance.name!r})",
+            )
+        since, until = request.since_time, request.until_time
+        self.open_streams += 1
+        try:
+            lines = [line for line in log_lines(instance) if _in_window(line, since, until)]
+            if request.lines:
+                lines = lines[-request.lines :]
+            yield pb.GetLogsResponse(lines=[line.text for line in lines])
+            if not request.follow or instance.status == spb.TERMINATED:
+                return
+            seen = instance.history[-1].seq
+            async with contextlib.aclosing(self.store.watch(INSTANCE, revision)) as events:
+                follow = _Follow(events, until)
+                while (event := await follow.next()) is not None:
+                    if event.key != request.pod_id or event.type is EventType.DELETED:
+                        continue
+                    instance = InstanceRecord.from_bytes(event.data)
+                    new = [
+                        line for line in log_lines(instance, seen) if _in_window(line, since, until)
+                    ]
+                    seen = instance.history[-1].seq
+                    if new:
+                        yield pb.GetLogsResponse(lines=[line.text for line in new])
+                    if instance.status == spb.TERMINATED:
+                        return
+        finally:
+            self.open_streams -= 1

@@ -1,0 +1,790 @@
+"""``cnct.kaas.api.Cluster`` end to end: curl-shaped REST on the original routes, and gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+import time
+from typing import Any
+
+import grpc
+import pytest
+import yaml
+from cryptography import x509
+from google.protobuf import json_format, struct_pb2
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+import app
+import gen  # noqa: F401
+from app.services.kaas.records import CLUSTER, MACHINE
+from app.services.plain_data import from_struct
+from app.sim.machines import FaultInjection, Machine, Phase, system_id_for
+from app.store import EventType, ObjectStore
+from tests.harness import Running, run, running
+
+from cnct.kaas.api import api_pb2, api_pb2_grpc
+
+TIMEOUT = 10.0
+
+
+def _body(name: str = "prod", version: str = "1.31.2", planes: int = 1, **pools: int) -> dict:
+    """A CreateCluster JSON body, as a curl user writes it."""
+    pools = pools or {"workers": 2}
+    return {
+        "name": name,
+        "k8s_version": version,
+        "control_plane_nodes": {"count": planes, "instanceType": "standard"},
+        "worker_node_pools": [
+            {
+                "name": pool,
+                "instanceType": "standard",
+                "count": count,
+                "labels": [{"name": "example.com/pool", "value": pool}],
+            }
+            for pool, count in pools.items()
+        ],
+    }
+
+
+class Rest:
+    """The REST side of one server, with an admin token."""
+
+    def __init__(self, server: Running, token: str) -> None:
+        self.http = server.http
+        self.headers = {"authorization": f"Bearer {token}"}
+
+    async def call(self, verb: str, path: str, **kwargs: Any) -> tuple[int, dict]:
+        reply = await self.http.request(verb, path, headers=self.headers, **kwargs)
+        return reply.status_code, reply.json()
+
+    async def cluster(self, name: str) -> dict:
+        status, body = await self.call("GET", "/api/v1/cluster", params={"name": name})
+        assert status == 200, body
+        return body["cluster"]
+
+    async def wait_for(self, name: str, state: str, timeout: float = TIMEOUT) -> dict:
+        """Poll GetCluster until the cluster is in ``state``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            cluster = await self.cluster(name)
+            if cluster["status"] == state:
+                return cluster
+            assert time.monotonic() < deadline, f"{name} stuck in {cluster}"
+            await asyncio.sleep(0.005)
+
+    async def nodes(self, name: str) -> dict:
+        status, body = await self.call(
+            "GET", "/api/v1/cluster/nodesstatus", params={"clusterName": name}
+        )
+        assert status == 200, body
+        return body
+
+
+async def _history(server: Running, since: int) -> tuple[list[str], list[dict[str, Machine]]]:
+    """From the event log after ``since``: the cluster statuses recorded (repeats folded), and
+    the machines as they stood after each machine event."""
+    store = server.portico.store
+    head = await store.current_revision()
+    statuses: list[str] = []
+    machines: dict[str, Machine] = {}
+    snapshots: list[dict[str, Machine]] = []
+    if head <= since:
+        return statuses, snapshots
+    async for event in store.watch(None, since):
+        if event.kind == CLUSTER and event.type is not EventType.DELETED:
+            state = api_pb2.ClusterStatus.Name(_detail(event.data).status)
+            if not statuses or statuses[-1] != state:
+                statuses.append(state)
+        elif event.kind == MACHINE:
+            if event.type is EventType.DELETED:
+                machines.pop(event.key, None)
+            else:
+                machines[event.key] = _machine(event.data)
+            snapshots.append(dict(machines))
+        if event.revision >= head:
+            break
+    return statuses, snapshots
+
+
+def _detail(data: bytes) -> api_pb2.ClusterDetailItem:
+    return api_pb2.ClusterDetailItem.FromString(data)
+
+
+def _machine(data: bytes) -> Machine:
+    return Machine.from_dict(from_struct(Machine, struct_pb2.Struct.FromString(data)))
+
+
+async def _rest(server: Running) -> Rest:
+    return Rest(server, await server.login())
+
+
+def _assert_kubeconfig(text: str, name: str, ips: set[str]) -> None:
+    config = yaml.safe_load(text)
+    [cluster] = config["clusters"]
+    assert cluster["name"] == name
+    server = cluster["cluster"]["server"]
+    assert re.fullmatch(r"https://[\d.]+:6443", server)
+    assert server.split("//")[1].split(":")[0] in ips
+    ca = base64.b64decode(cluster["cluster"]["certificate-authority-data"])
+    assert x509.load_pem_x509_certificate(ca).subject.rfc4514_string().startswith("OU=portico")
+    [user] = config["users"]
+    assert len(user["user"]["token"]) >= 32
+    assert config["current-context"] == config["contexts"][0]["name"]
+
+
+def test_a_cluster_lifecycle_over_rest(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await _rest(server)
+            status, body = await api.call("POST", "/api/v1/cluster", json=_body(workers=2))
+            assert status == 200
+            assert body == {
+                "ok": True,
+                "cluster": {
+                    "name": "prod",
+                    "status": "PROVISIONING",
+                    "status_message": "0 of 3 machine(s) Ready",
+                },
+            }
+            cluster = await api.wait_for("prod", "RUNNING")
+            nodes = await api.nodes("prod")
+            assert nodes["Name"] == "prod" and nodes["count"] == 3
+            assert [m["maasHostname"] for m in nodes["machines"]] == [
+                "prod-control-plane-0",
+                "prod-workers-0",
+                "prod-workers-1",
+            ]
+            for machine in nodes["machines"]:
+                assert machine["k8sNodeStatus"] == "Ready"
+                assert machine["maasNodeStatus"] == "Deployed"
+                assert machine["k8sVersion"] == "1.31.2"
+                assert re.fullmatch(r"[a-z0-9]{6}", machine["maasSystemId"])
+            ips = {m["maasIPAddr"] for m in nodes["machines"]}
+            assert len(ips) == 3
+            _assert_kubeconfig(cluster["kubeconfig"], "prod", ips)
+
+            # Add a pool, scale one, delete one: RECONCILING, then RUNNING with matching machines.
+            store = server.portico.store
+            since = await store.current_revision()
+            status, body = await api.call(
+                "POST",
+                "/api/v1/cluster/pool",
+                json={
+                    "clusterName": "prod",
+                    "worker_node_pools": [{"name": "gpu", "instanceType": "gpu", "count": 1}],
+                },
+            )
+            assert (status, body) == (200, {"ok": True})
+            await api.wait_for("prod", "RUNNING")
+            assert (await _history(server, since))[0] == ["RECONCILING", "RUNNING"]
+            assert (await api.nodes("prod"))["count"] == 4
+
+            since = await store.current_revision()
+            status, body = await api.call(
+                "PUT",
+                "/api/v1/cluster/pool",
+                json={"clusterName": "prod", "node_pools": [{"name": "workers", "count": 3}]},
+            )
+            assert (status, body) == (200, {"ok": True})
+            await api.wait_for("prod", "RUNNING")
+            assert (await _history(server, since))[0] == ["RECONCILING", "RUNNING"]
+            hosts = [m["maasHostname"] for m in (await api.nodes("prod"))["machines"]]
+            assert hosts == [
+                "prod-control-plane-0",
+                "prod-workers-0",
+                "prod-workers-1",
+                "prod-workers-2",
+                "prod-gpu-0",
+            ]
+
+            since = await store.current_revision()
+            status, body = await api.call(
+                "DELETE",
+                "/api/v1/cluster/pool",
+                params={"clusterName": "prod", "node_pool_names": ["gpu"]},
+            )
+            assert (status, body) == (200, {"ok": True})
+            await api.wait_for("prod", "RUNNING")
+            assert (await _history(server, since))[0] == ["RECONCILING", "RUNNING"]
+            nodes = await api.nodes("prod")
+            assert nodes["count"] == 4
+            assert "prod-gpu-0" not in {m["maasHostname"] for m in nodes["machines"]}
+
+            # The kubeconfig was issued once and survives reconciling.
+            assert (await api.cluster("prod"))["kubeconfig"] == cluster["kubeconfig"]
+
+            # Upgrade: one minor ahead at most, machines one by one, then RUNNING on the new one.
+            status, body = await api.call("GET", "/api/v1/cluster/upgrade", params={"name": "prod"})
+            assert (status, body) == (200, {"ok": True, "versions": ["1.32.0"]})
+            since = await store.current_revision()
+            status, body = await api.call(
+                "PUT", "/api/v1/cluster/upgrade", json={"name": "prod", "version": "1.32.0"}
+            )
+            assert (status, body) == (200, {"ok": True})
+            await api.wait_for("prod", "RUNNING")
+            statuses, snapshots = await _history(server, since)
+            assert statuses == ["RECONCILING", "RUNNING"]
+            # One machine at a time, control plane first; every version change is recorded.
+            upgraded: list[str] = []
+            for machines in snapshots:
+                assert sum(m.phase is Phase.UPGRADING for m in machines.values()) <= 1
+                for m in machines.values():
+                    if m.k8s_version == "1.32.0" and m.hostname not in upgraded:
+                        upgraded.append(m.hostname)
+            assert upgraded[0] == "prod-control-plane-0" and len(upgraded) == 4
+            nodes = (await api.nodes("prod"))["machines"]
+            assert {m["k8sVersion"] for m in nodes} == {"1.32.0"}
+            assert {m["k8sNodeStatus"] for m in nodes} == {"Ready"}
+            status, body = await api.call("GET", "/api/v1/cluster/upgrade", params={"name": "prod"})
+            assert body == {"ok": False, "versions": []}
+
+            # Delete: STOPPING (twice is fine), then gone.
+            status, body = await api.call("DELETE", "/api/v1/cluster", params={"name": "prod"})
+            assert (status, body) == (200, {"ok": True, "status": "STOPPING"})
+            status, body = await api.call("DELETE", "/api/v1/cluster", params={"name": "prod"})
+            assert status == 200 or body["code"] == 5  # still stopping, or already gone
+            deadline = time.monotonic() + TIMEOUT
+            while (reply := await api.call("GET", "/api/v1/cluster", params={"name": "prod"}))[
+                0
+            ] == 200:
+                assert reply[1]["cluster"]["status"] == "STOPPING"
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.005)
+            assert reply == (404, {"code": 5, "message": "cluster 'prod' not found", "details": []})
+            status, body = await api.call("GET", "/api/v1/cluster/list")
+            assert body == {"ok": True, "clusters": []}
+
+    run(scenario())
+
+
+def test_a_cluster_lifecycle_over_grpc(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            meta = (("authorization", f"Bearer {token}"),)
+            stub = api_pb2_grpc.ClusterStub(server.channel)
+            request = json_format.ParseDict(_body("edge", "1.30.6", 3), api_pb2.CreateClusterMsg())
+            reply = await stub.CreateCluster(request, metadata=meta)
+            assert reply.ok and reply.cluster.status == api_pb2.PROVISIONING
+
+            async def wait_for(state: int) -> api_pb2.ClusterDetailItem:
+                deadline = time.monotonic() + TIMEOUT
+                while True:
+                    got = await stub.GetCluster(api_pb2.GetClusterMsg(name="edge"), metadata=meta)
+                    if got.cluster.status == state:
+                        return got.cluster
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.005)
+
+            cluster = await wait_for(api_pb2.RUNNING)
+            nodes = await stub.GetClusterNodesStatus(
+                api_pb2.GetClusterNodesStatusMsg(clusterName="edge"), metadata=meta
+            )
+            assert nodes.count == len(nodes.machines) == 5
+            _assert_kubeconfig(cluster.kubeconfig, "edge", {m.maasIPAddr for m in nodes.machines})
+
+            await stub.AddNodePool(
+                api_pb2.AddNodePoolMsg(
+                    clusterName="edge",
+                    worker_node_pools=[
+                        api_pb2.MachineSpec(name="extra", instanceType="gpu", count=2)
+                    ],
+                ),
+                metadata=meta,
+            )
+            await wait_for(api_pb2.RUNNING)
+            await stub.ScaleNodePool(
+                api_pb2.ScaleNodePoolMsg(
+                    clusterName="edge",
+                    node_pools=[api_pb2.ScaleNodePoolSpec(name="extra", count=1)],
+                ),
+                metadata=meta,
+            )
+            await wait_for(api_pb2.RUNNING)
+            await stub.DeleteNodePool(
+                api_pb2.DeleteNodePoolMsg(clusterName="edge", node_pool_names=["workers"]),
+                metadata=meta,
+            )
+            await wait_for(api_pb2.RUNNING)
+            nodes = await stub.GetClusterNodesStatus(
+                api_pb2.GetClusterNodesStatusMsg(clusterName="edge"), metadata=meta
+            )
+            assert [m.maasHostname for m in nodes.machines] == [
+                "edge-control-plane-0",
+                "edge-control-plane-1",
+                "edge-control-plane-2",
+                "edge-extra-0",
+            ]
+
+            info = await stub.GetUpgradeClusterInformation(
+                api_pb2.GetUpgradeClusterInformationMsg(name="edge"), metadata=meta
+            )
+            assert info.ok and list(info.versions) == ["1.31.2"]
+            await stub.UpgradeCluster(
+                api_pb2.UpgradeClusterMsg(name="edge", version="1.31.2"), metadata=meta
+            )
+            await wait_for(api_pb2.RUNNING)
+            nodes = await stub.GetClusterNodesStatus(
+                api_pb2.GetClusterNodesStatusMsg(clusterName="edge"), metadata=meta
+            )
+            assert {m.k8sVersion for m in nodes.machines} == {"1.31.2"}
+
+            deleted = await stub.DeleteCluster(api_pb2.DeleteClusterMsg(name="edge"), metadata=meta)
+            assert deleted.ok and deleted.status == "STOPPING"
+            deadline = time.monotonic() + TIMEOUT
+            while True:
+                try:
+                    await stub.GetCluster(api_pb2.GetClusterMsg(name="edge"), metadata=meta)
+                except grpc.aio.AioRpcError as error:
+                    assert error.code() is grpc.StatusCode.NOT_FOUND
+                    break
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.005)
+
+    run(scenario())
+
+
+def test_the_list_is_ordered_by_name_and_has_no_kubeconfigs(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await _rest(server)
+            for name in ("zeta", "alpha", "mid-1", "mid-0"):
+                status, _ = await api.call("POST", "/api/v1/cluster", json=_body(name))
+                assert status == 200
+            status, body = await api.call("GET", "/api/v1/cluster/list")
+            assert status == 200 and body["ok"] is True
+            assert [c["name"] for c in body["clusters"]] == ["alpha", "mid-0", "mid-1", "zeta"]
+            assert all(set(c) == {"name", "status", "status_message"} for c in body["clusters"])
+            await api.wait_for("zeta", "RUNNING")
+            assert (await api.cluster("zeta"))["kubeconfig"]
+
+    run(scenario())
+
+
+def test_a_cluster_is_restarted_mid_provisioning_and_still_becomes_running(tmp_path):
+    async def scenario() -> None:
+        # Slow enough that the first server stops well before provisioning ends (6+ steps).
+        async with running(tmp_path, sim_step_seconds=0.1) as server:
+            api = await _rest(server)
+            status, _ = await api.call("POST", "/api/v1/cluster", json=_body("resume"))
+            assert status == 200
+            deadline = time.monotonic() + TIMEOUT
+            while (await api.nodes("resume"))["count"] < 3:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.005)
+            cluster = await api.cluster("resume")
+            assert cluster["status"] == "PROVISIONING" and cluster["kubeconfig"] == ""
+            before = {
+                m["maasSystemId"]: m["maasIPAddr"] for m in (await api.nodes("resume"))["machines"]
+            }
+        async with ObjectStore.open(f"sqlite:///{tmp_path / 'portico.db'}") as store:
+            record = await store.get(CLUSTER, "resume")
+            assert _detail(record.data).status == api_pb2.PROVISIONING  # stopped mid-provisioning
+        async with running(tmp_path, sim_step_seconds=0.1) as server:
+            api = await _rest(server)
+            cluster = await api.wait_for("resume", "RUNNING")
+            assert yaml.safe_load(cluster["kubeconfig"])["clusters"][0]["name"] == "resume"
+            after = {
+                m["maasSystemId"]: m["maasIPAddr"] for m in (await api.nodes("resume"))["machines"]
+            }
+            assert after == before  # the same machines carried on, none allocated twice
+
+    run(scenario())
+
+
+def test_failed_machines_make_a_cluster_degraded_or_error_with_a_message(tmp_path):
+    faults = FaultInjection(failure_ratio=0.4, seed=1)
+
+    def fails(name: str, pool: str, index: int) -> bool:
+        return faults.fails(system_id_for(name, pool, index))
+
+    names = [f"lab-{i}" for i in range(300)]
+    degraded = next(
+        n
+        for n in names
+        if not fails(n, "control-plane", 0)
+        and fails(n, "workers", 0)
+        and not fails(n, "workers", 1)
+    )
+    broken = next(n for n in names if fails(n, "control-plane", 0))
+
+    async def scenario() -> None:
+        async with running(tmp_path, sim_failure_ratio=0.4, sim_seed=1) as server:
+            api = await _rest(server)
+            for name in (degraded, broken):
+                assert (await api.call("POST", "/api/v1/cluster", json=_body(name)))[0] == 200
+            cluster = await api.wait_for(degraded, "DEGRADED")
+            assert cluster["status_message"].startswith("1 of 3 machine(s) failed: ")
+            assert f"{degraded}-workers-0" in cluster["status_message"]
+            cluster = await api.wait_for(broken, "ERROR")
+            assert f"{broken}-control-plane-0" in cluster["status_message"]
+            nodes = await api.nodes(broken)
+            failed = [m for m in nodes["machines"] if m["maasNodeStatus"] == "Failed deployment"]
+            assert next(m["maasHostname"] for m in failed) == f"{broken}-control-plane-0"
+            # Failed clusters can only be deleted.
+            status, body = await api.call(
+                "PUT",
+                "/api/v1/cluster/pool",
+                json={"clusterName": degraded, "node_pools": [{"name": "workers", "count": 3}]},
+            )
+            assert status == 400 and body["code"] == 9 and "DEGRADED" in body["message"]
+            assert (await api.call("DELETE", "/api/v1/cluster", params={"name": broken}))[0] == 200
+
+    run(scenario())
+
+
+def test_version_information_describes_the_running_build(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await _rest(server)
+            status, body = await api.call("GET", "/api/v1/version")
+            assert status == 200 and body["ok"] is True
+            info = body["version_information"]
+            assert info["git_version"] == app.__version__
+            assert info["compiler"] == "CPython"
+            assert re.fullmatch(r"python3\.\d+\.\d+.*", info["go_version"])
+            assert re.fullmatch(r"[a-z0-9]+/[a-z0-9_]+", info["platform"])
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", info["build_date"])
+            assert re.fullmatch(r"([0-9a-f]{40})?", info["git_commit"])
+            assert info["git_tree_state"] in ("", "clean", "dirty")
+
+    run(scenario())
+
+
+# --- every error path, with its exact status code, on both transports ------------------------
+
+
+async def _grpc_error(server: Running, token: str, method: str, request: Any) -> tuple[str, Any]:
+    stub = api_pb2_grpc.ClusterStub(server.channel)
+    try:
+        await getattr(stub, method)(request, metadata=(("authorization", f"Bearer {token}"),))
+    except grpc.aio.AioRpcError as error:
+        status = rpc_status.from_call(error)
+        fields = []
+        for detail in status.details if status else ():
+            bad = error_details_pb2.BadRequest()
+            if detail.Unpack(bad):
+                fields = [v.field for v in bad.field_violations]
+        return error.code().name, (error.details(), fields)
+    return "OK", ("", [])
+
+
+async def _rest_error(api: Rest, method: str, request: Any) -> tuple[str, Any]:
+    body = json_format.MessageToDict(request, preserving_proto_field_name=True)
+    status, reply = await api.call("POST", f"/cnct.kaas.api.Cluster/{method}", json=body)
+    if status == 200:
+        return "OK", ("", [])
+    fields = [v["field"] for d in reply["details"] for v in d.get("field_violations", [])]
+    code = next(c.name for c in grpc.StatusCode if c.value[0] == reply["code"])
+    return code, (reply["message"], fields)
+
+
+def _create(name: str, **changes: Any) -> api_pb2.CreateClusterMsg:
+    body = _body(name)
+    body.update(changes)
+    return json_format.ParseDict(body, api_pb2.CreateClusterMsg())
+
+
+# (method, request, expected code, words in the message, fields named); "ok" and "busy" are
+# clusters the scenario prepares: RUNNING, and PROVISIONING on a slow clock.
+ERROR_CASES = [
+    ("CreateCluster", _create("Bad_Name"), "INVALID_ARGUMENT", "name", ["name"]),
+    (
+        "CreateCluster",
+        _create("x", k8s_version="1.12.0", control_plane_nodes={"count": 2, "instanceType": "xl"}),
+        "INVALID_ARGUMENT",
+        "supported versions",
+        ["k8s_version", "control_plane_nodes.count", "control_plane_nodes.instanceType"],
+    ),
+    (
+        "CreateCluster",
+        _create(
+            "x",
+            worker_node_pools=[
+                {"name": "a", "instanceType": "standard", "count": 0},
+                {"name": "a", "instanceType": "gpu", "count": 1, "labels": [{"name": "bad key!"}]},
+                {"name": "control-plane", "instanceType": "gpu", "count": 1},
+            ],
+        ),
+        "INVALID_ARGUMENT",
+        "count",
+        [
+            "worker_node_pools[0].count",
+            "worker_node_pools[1].name",
+            "worker_node_pools[1].labels[0]",
+            "worker_node_pools[2].name",
+        ],
+    ),
+    (
+        "CreateCluster",
+        _create("x", worker_node_pools=[]),
+        "INVALID_ARGUMENT",
+        "",
+        ["worker_node_pools"],
+    ),
+    ("CreateCluster", _create("ok"), "ALREADY_EXISTS", "already exists", []),
+    ("GetCluster", api_pb2.GetClusterMsg(name="nope"), "NOT_FOUND", "'nope' not found", []),
+    ("GetCluster", api_pb2.GetClusterMsg(), "INVALID_ARGUMENT", "required", ["name"]),
+    ("DeleteCluster", api_pb2.DeleteClusterMsg(name="nope"), "NOT_FOUND", "not found", []),
+    (
+        "GetClusterNodesStatus",
+        api_pb2.GetClusterNodesStatusMsg(clusterName="nope"),
+        "NOT_FOUND",
+        "not found",
+        [],
+    ),
+    (
+        "GetClusterNodesStatus",
+        api_pb2.GetClusterNodesStatusMsg(clusterName="UP"),
+        "INVALID_ARGUMENT",
+        "lower case",
+        ["clusterName"],
+    ),
+    (
+        "GetUpgradeClusterInformation",
+        api_pb2.GetUpgradeClusterInformationMsg(name="nope"),
+        "NOT_FOUND",
+        "not found",
+        [],
+    ),
+    (
+        "AddNodePool",
+        api_pb2.AddNodePoolMsg(
+            clusterName="nope",
+            worker_node_pools=[api_pb2.MachineSpec(name="p", instanceType="gpu", count=1)],
+        ),
+        "NOT_FOUND",
+        "not found",
+        [],
+    ),
+    (
+        "AddNodePool",
+        api_pb2.AddNodePoolMsg(clusterName="ok"),
+        "INVALID_ARGUMENT",
+        "at least one",
+        ["worker_node_pools"],
+    ),
+    (
+        "AddNodePool",
+        api_pb2.AddNodePoolMsg(
+            clusterName="ok",
+            worker_node_pools=[api_pb2.MachineSpec(name="workers", instanceType="gpu", count=1)],
+        ),
+        "ALREADY_EXISTS",
+        "workers",
+        [],
+    ),
+    (
+        "AddNodePool",
+        api_pb2.AddNodePoolMsg(
+            clusterName="busy",
+            worker_node_pools=[api_pb2.MachineSpec(name="p", instanceType="gpu", count=1)],
+        ),
+        "FAILED_PRECONDITION",
+        "PROVISIONING",
+        [],
+    ),
+    (
+        "DeleteNodePool",
+        api_pb2.DeleteNodePoolMsg(clusterName="ok", node_pool_names=["ghost"]),
+        "NOT_FOUND",
+        "ghost",
+        [],
+    ),
+    (
+        "DeleteNodePool",
+        api_pb2.DeleteNodePoolMsg(clusterName="ok", node_pool_names=["workers"]),
+        "FAILED_PRECONDITION",
+        "every worker pool",
+        [],
+    ),
+    (
+        "DeleteNodePool",
+        api_pb2.DeleteNodePoolMsg(clusterName="busy", node_pool_names=["workers"]),
+        "FAILED_PRECONDITION",
+        "PROVISIONING",
+        [],
+    ),
+    (
+        "DeleteNodePool",
+        api_pb2.DeleteNodePoolMsg(clusterName="ok"),
+        "INVALID_ARGUMENT",
+        "",
+        ["node_pool_names"],
+    ),
+    (
+        "ScaleNodePool",
+        api_pb2.ScaleNodePoolMsg(
+            clusterName="ok", node_pools=[api_pb2.ScaleNodePoolSpec(name="ghost", count=2)]
+        ),
+        "NOT_FOUND",
+        "ghost",
+        [],
+    ),
+    (
+        "ScaleNodePool",
+        api_pb2.ScaleNodePoolMsg(
+            clusterName="ok", node_pools=[api_pb2.ScaleNodePoolSpec(name="workers", count=0)]
+        ),
+        "INVALID_ARGUMENT",
+        "between 1 and",
+        ["node_pools[0].count"],
+    ),
+    (
+        "ScaleNodePool",
+        api_pb2.ScaleNodePoolMsg(
+            clusterName="busy", node_pools=[api_pb2.ScaleNodePoolSpec(name="workers", count=2)]
+        ),
+        "FAILED_PRECONDITION",
+        "PROVISIONING",
+        [],
+    ),
+    (
+        "UpgradeCluster",
+        api_pb2.UpgradeClusterMsg(name="ok", version="1.32.0"),
+        "INVALID_ARGUMENT",
+        "1.31.2",
+        ["version"],
+    ),
+    (
+        "UpgradeCluster",
+        api_pb2.UpgradeClusterMsg(name="ok", version="1.29.10"),
+        "INVALID_ARGUMENT",
+        "cannot upgrade",
+        ["version"],
+    ),
+    (
+        "UpgradeCluster",
+        api_pb2.UpgradeClusterMsg(name="busy", version="1.31.2"),
+        "FAILED_PRECONDITION",
+        "PROVISIONING",
+        [],
+    ),
+    (
+        "UpgradeCluster",
+        api_pb2.UpgradeClusterMsg(name="nope", version="1.31.2"),
+        "NOT_FOUND",
+        "not found",
+        [],
+    ),
+    ("UpgradeCluster", api_pb2.UpgradeClusterMsg(name="ok"), "INVALID_ARGUMENT", "", ["version"]),
+]
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_every_error_path_answers_its_status_code(tmp_path, transport):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await _rest(server)
+            ok = _create("ok", k8s_version="1.30.6")
+            assert (await api.call("POST", "/api/v1/cluster", json=_json(ok)))[0] == 200
+            await api.wait_for("ok", "RUNNING")
+        # A second server on a slow clock keeps "busy" PROVISIONING while the cases run.
+        async with running(tmp_path, sim_step_seconds=5.0) as server:
+            api = await _rest(server)
+            token = api.headers["authorization"].split()[1]
+            busy = _create("busy", k8s_version="1.30.6")
+            assert (await api.call("POST", "/api/v1/cluster", json=_json(busy)))[0] == 200
+            for method, request, code, words, fields in ERROR_CASES:
+                if transport == "rest":
+                    got, (message, named) = await _rest_error(api, method, request)
+                else:
+                    got, (message, named) = await _grpc_error(server, token, method, request)
+                assert got == code, (method, request, message)
+                assert words in message, (method, message)
+                assert named == fields, (method, message)
+            # Nothing was written by any refused request.
+            _, body = await api.call("GET", "/api/v1/cluster/list")
+            assert [c["name"] for c in body["clusters"]] == ["busy", "ok"]
+            nodes = await api.nodes("ok")
+            assert [m["maasHostname"] for m in nodes["machines"]] == [
+                "ok-control-plane-0",
+                "ok-workers-0",
+                "ok-workers-1",
+            ]
+            assert (await api.cluster("busy"))["status"] == "PROVISIONING"
+
+    run(scenario())
+
+
+def _json(message: Any) -> dict:
+    return json_format.MessageToDict(message, preserving_proto_field_name=True)
+
+
+def test_stopping_clusters_refuse_changes_and_a_second_delete_is_fine(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_step_seconds=5.0) as server:
+            api = await _rest(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=_body("bye")))[0] == 200
+            for _ in range(2):
+                status, body = await api.call("DELETE", "/api/v1/cluster", params={"name": "bye"})
+                assert (status, body) == (200, {"ok": True, "status": "STOPPING"})
+            status, body = await api.call(
+                "POST",
+                "/api/v1/cluster/pool",
+                json={
+                    "clusterName": "bye",
+                    "worker_node_pools": [{"name": "x", "instanceType": "gpu", "count": 1}],
+                },
+            )
+            assert status == 400 and body["code"] == 9 and "STOPPING" in body["message"]
+            # The name is still taken while the cluster stops.
+            status, body = await api.call("POST", "/api/v1/cluster", json=_body("bye"))
+            assert status == 409 and body["code"] == 6
+
+    run(scenario())
+
+
+def test_machine_addresses_running_out_is_resource_exhausted(tmp_path):
+    async def scenario() -> None:
+        # A /29 holds 5 machine addresses (the first host is the gateway).
+        async with running(tmp_path, machine_ip_pool="10.9.0.0/29") as server:
+            api = await _rest(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=_body("a", workers=3)))[0] == 200
+            status, body = await api.call("POST", "/api/v1/cluster", json=_body("b", workers=1))
+            assert status == 429 and body["code"] == 8
+            assert "1 free address(es) of 5" in body["message"]
+            await api.wait_for("a", "RUNNING")
+            status, body = await api.call(
+                "PUT",
+                "/api/v1/cluster/pool",
+                json={"clusterName": "a", "node_pools": [{"name": "workers", "count": 5}]},
+            )
+            assert status == 429 and body["code"] == 8
+            status, body = await api.call(
+                "PUT",
+                "/api/v1/cluster/pool",
+                json={"clusterName": "a", "node_pools": [{"name": "workers", "count": 4}]},
+            )
+            assert status == 200
+            await api.wait_for("a", "RUNNING")
+            assert (await api.nodes("a"))["count"] == 5
+
+    run(scenario())
+
+
+def test_the_newest_version_has_no_upgrade_and_scaling_to_the_same_size_changes_nothing(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await _rest(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=_body("top", "1.32.0")))[
+                0
+            ] == 200
+            await api.wait_for("top", "RUNNING")
+            status, body = await api.call("GET", "/api/v1/cluster/upgrade", params={"name": "top"})
+            assert (status, body) == (200, {"ok": False, "versions": []})
+            status, body = await api.call(
+                "PUT", "/api/v1/cluster/upgrade", json={"name": "top", "version": "1.32.0"}
+            )
+            assert status == 400 and "none (it runs the newest)" in body["message"]
+            status, _ = await api.call(
+                "PUT",
+                "/api/v1/cluster/pool",
+                json={"clusterName": "top", "node_pools": [{"name": "workers", "count": 2}]},
+            )
+            assert status == 200
+            assert (await api.cluster("top"))["status"] == "RUNNING"
+
+    run(scenario())

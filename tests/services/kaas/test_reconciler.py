@@ -1,0 +1,220 @@
+"""The cluster reconciler on a manual clock: lifecycle, upgrades, failures, restarts."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import yaml
+
+import gen  # noqa: F401
+from app.services.kaas.reconciler import ClusterReconciler
+from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, load_cluster
+from app.sim.clock import ManualClock
+from app.sim.machines import (
+    FaultInjection,
+    IpPool,
+    MachineTimings,
+    Phase,
+    SimulatedMachineProvider,
+    system_id_for,
+)
+from app.store import ObjectStore
+from tests.harness import run
+
+from cnct.kaas.api import api_pb2
+
+PROVIDER = SimulatedMachineProvider(timings=MachineTimings(deploy_jitter_steps=0))
+# allocate 1 + deploy 3 + join 2 steps
+DEPLOYED_AFTER = 6
+
+
+def _spec(
+    name: str = "prod", version: str = "1.31.2", workers: int = 2
+) -> api_pb2.CreateClusterMsg:
+    return api_pb2.CreateClusterMsg(
+        name=name,
+        k8s_version=version,
+        control_plane_nodes=api_pb2.ControlPlaneMachineSpec(count=1, instanceType="standard"),
+        worker_node_pools=[
+            api_pb2.MachineSpec(name="workers", instanceType="standard", count=workers)
+        ],
+    )
+
+
+async def _create(store: ObjectStore, spec: api_pb2.CreateClusterMsg) -> None:
+    async with store.transaction() as tx:
+        await tx.create(CLUSTER_SPEC, spec.name, spec)
+        await tx.create(
+            CLUSTER,
+            spec.name,
+            api_pb2.ClusterDetailItem(name=spec.name, status=api_pb2.PROVISIONING),
+        )
+
+
+def _with_store(tmp_path: Path, scenario: Callable[[ObjectStore], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with ObjectStore.open(f"sqlite:///{tmp_path / 'kaas.db'}") as store:
+            await scenario(store)
+
+    run(main())
+
+
+async def _steps(reconciler: ClusterReconciler, clock: ManualClock, n: int) -> None:
+    for _ in range(n):
+        clock.advance()
+        await reconciler.reconcile_all()
+
+
+def test_a_new_cluster_is_provisioned_then_running_with_a_kubeconfig(tmp_path):
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock()
+        reconciler = ClusterReconciler(store, PROVIDER, clock)
+        await _create(store, _spec())
+        await reconciler.reconcile_all()
+        state = await load_cluster(store, "prod")
+        assert state is not None
+        assert state.status.status == api_pb2.PROVISIONING
+        assert [m.phase for m in state.machines] == [Phase.ALLOCATED] * 3
+        assert state.status.kubeconfig == ""
+        await _steps(reconciler, clock, DEPLOYED_AFTER - 1)
+        assert (await load_cluster(store, "prod")).status.status == api_pb2.PROVISIONING
+        await _steps(reconciler, clock, 1)
+        state = await load_cluster(store, "prod")
+        assert state.status.status == api_pb2.RUNNING
+        config = yaml.safe_load(state.status.kubeconfig)
+        assert config["clusters"][0]["name"] == "prod"
+        plane = next(m for m in state.machines if m.pool == "control-plane")
+        assert config["clusters"][0]["cluster"]["server"] == f"https://{plane.ip}:6443"
+        # Issued once: later passes leave it alone.
+        await _steps(reconciler, clock, 3)
+        assert (await load_cluster(store, "prod")).status.kubeconfig == state.status.kubeconfig
+
+    _with_store(tmp_path, scenario)
+
+
+def test_an_upgrade_replaces_versions_one_machine_at_a_time(tmp_path):
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock()
+        reconciler = ClusterReconciler(store, PROVIDER, clock)
+        await _create(store, _spec(workers=3))
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 1)
+        async with store.transaction() as tx:
+            await tx.update(CLUSTER_SPEC, "prod", _spec(version="1.32.0", workers=3))
+            status = api_pb2.ClusterDetailItem(name="prod", status=api_pb2.RECONCILING)
+            status.kubeconfig = (await load_cluster(tx, "prod")).status.kubeconfig
+            await tx.update(CLUSTER, "prod", status)
+        upgraded_order = []
+        for _ in range(40):
+            await _steps(reconciler, clock, 1)
+            state = await load_cluster(store, "prod")
+            upgrading = [m for m in state.machines if m.phase is Phase.UPGRADING]
+            assert len(upgrading) <= 1
+            for m in state.machines:
+                if m.k8s_version == "1.32.0" and m.hostname not in upgraded_order:
+                    upgraded_order.append(m.hostname)
+            if state.status.status == api_pb2.RUNNING:
+                break
+            assert state.status.status == api_pb2.RECONCILING
+        assert state.status.status == api_pb2.RUNNING
+        assert {m.k8s_version for m in state.machines} == {"1.32.0"}
+        # The control plane goes first, as kubeadm upgrades do.
+        assert upgraded_order[0] == "prod-control-plane-0"
+        assert len(upgraded_order) == 4
+
+    _with_store(tmp_path, scenario)
+
+
+def test_a_failed_worker_degrades_the_cluster_and_a_failed_control_plane_breaks_it(tmp_path):
+    faults = FaultInjection(failure_ratio=0.5, seed=3)
+
+    # Names whose machines fail exactly as wanted (the fault injection is a pure function).
+    def fails(name: str, pool: str, i: int) -> bool:
+        return faults.fails(system_id_for(name, pool, i))
+
+    names = [f"c{i}" for i in range(200)]
+    degraded = next(
+        n
+        for n in names
+        if not fails(n, "control-plane", 0)
+        and fails(n, "workers", 0)
+        and not fails(n, "workers", 1)
+    )
+    broken = next(n for n in names if fails(n, "control-plane", 0))
+    provider = SimulatedMachineProvider(faults=faults, timings=PROVIDER.timings)
+
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock()
+        reconciler = ClusterReconciler(store, provider, clock)
+        await _create(store, _spec(degraded))
+        await _create(store, _spec(broken))
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 1)
+        state = await load_cluster(store, degraded)
+        assert state.status.status == api_pb2.DEGRADED
+        assert f"{degraded}-workers-0" in state.status.status_message
+        assert "simulated fault" in state.status.status_message
+        assert (await load_cluster(store, broken)).status.status == api_pb2.ERROR
+
+    _with_store(tmp_path, scenario)
+
+
+def test_stopping_releases_every_machine_then_forgets_the_cluster(tmp_path):
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock()
+        reconciler = ClusterReconciler(store, PROVIDER, clock)
+        await _create(store, _spec())
+        await _steps(reconciler, clock, 2)
+        await store.update(
+            CLUSTER, "prod", api_pb2.ClusterDetailItem(name="prod", status=api_pb2.STOPPING)
+        )
+        await reconciler.reconcile_all()
+        state = await load_cluster(store, "prod")
+        assert {m.phase for m in state.machines} == {Phase.RELEASING}
+        await _steps(reconciler, clock, 2)
+        assert await load_cluster(store, "prod") is None
+        assert await store.list(MACHINE) == []
+        assert await store.get(CLUSTER_SPEC, "prod") is None
+
+    _with_store(tmp_path, scenario)
+
+
+def test_a_new_reconciler_resumes_from_the_store_even_after_a_long_pause(tmp_path):
+    async def scenario(store: ObjectStore) -> None:
+        await _create(store, _spec())
+        first = ClusterReconciler(store, PROVIDER, ManualClock(start=100))
+        await first.reconcile_all()  # machines allocated at step 100
+        # Another process (a restart, a new leader) with a clock far ahead.
+        second = ClusterReconciler(store, PROVIDER, ManualClock(start=500))
+        assert await second.reconcile_all() == 1
+        state = await load_cluster(store, "prod")
+        assert state.status.status == api_pb2.RUNNING
+        assert {m.phase for m in state.machines} == {Phase.READY}
+        assert await second.reconcile_all() == 0  # settled: nothing left to write
+
+    _with_store(tmp_path, scenario)
+
+
+def test_ip_addresses_are_unique_across_clusters_and_exhaustion_waits(tmp_path):
+    provider = SimulatedMachineProvider(ip_pool=IpPool("10.9.0.0/29"), timings=PROVIDER.timings)
+
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock()
+        reconciler = ClusterReconciler(store, provider, clock)
+        await _create(store, _spec("a"))
+        await _create(store, _spec("b"))
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 1)
+        a = await load_cluster(store, "a")
+        b = await load_cluster(store, "b")
+        assert a.status.status == api_pb2.RUNNING
+        # 5 addresses: b gets none of its 3 and waits, saying why.
+        assert b.status.status == api_pb2.PROVISIONING
+        assert "waiting for machine addresses" in b.status.status_message
+        await store.update(
+            CLUSTER, "a", api_pb2.ClusterDetailItem(name="a", status=api_pb2.STOPPING)
+        )
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 4)
+        b = await load_cluster(store, "b")
+        assert b.status.status == api_pb2.RUNNING
+        assert len({m.ip for m in b.machines}) == 3
+
+    _with_store(tmp_path, scenario)

@@ -1,0 +1,161 @@
+"""``stats.StatsService``: consistent answers over many clock steps, a persisted cluster, both
+transports."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+import gen  # noqa: F401
+from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC, StatsService
+from app.sim.clock import ManualClock
+from app.sim.storage import POOLS
+from app.store import ObjectStore
+from tests.harness import run, running
+
+from resources.stats import stats_pb2 as resources
+from stats import stats_pb2, stats_pb2_grpc
+
+PG_TOTAL = sum(pg_num for _, pg_num in POOLS)
+RPCS = {
+    "GetClusterStats": ("/v1/stats/cluster", stats_pb2.GetClusterStatsRequest),
+    "GetClusterResources": ("/v1/stats/resources", stats_pb2.GetClusterResourcesRequest),
+    "GetClusterNodes": ("/v1/stats/nodes", stats_pb2.GetClusterNodesRequest),
+    "GetClusterRadar": ("/v1/stats/radar", stats_pb2.GetClusterRadarRequest),
+    "GetKoorCluster": ("/v1/stats/koor-cluster", stats_pb2.GetKoorClusterRequest),
+}
+
+
+async def _answers(service: StatsService) -> dict[str, Any]:
+    """Every RPC's answer at the clock's current step (the context is only used on errors)."""
+    return {
+        name: await getattr(service, name)(request(), None) for name, (_, request) in RPCS.items()
+    }
+
+
+def _check_consistent(a: dict[str, Any]) -> None:
+    stats = a["GetClusterStats"].stats
+    usage = stats.data.usage
+    assert usage.used + usage.available == usage.total
+    assert 0 < usage.used < usage.total
+    osd = stats.services.osd
+    assert 0 <= osd.osd_in <= osd.osd_count and 0 <= osd.osd_up <= osd.osd_count
+    assert stats.services.mon.daemon_count == 3
+    quorum = [m for m in stats.services.mon.quorum.split(",") if m]
+    assert len(quorum) <= 3
+    assert 0 <= stats.data.pools.pgs.active_clean <= PG_TOTAL
+    assert stats.status in ("HEALTH_OK", "HEALTH_WARN", "HEALTH_ERR")
+    if stats.status == "HEALTH_OK":
+        assert osd.osd_up == osd.osd_count and len(quorum) == 3
+
+    nodes = a["GetClusterNodes"].nodes
+    koor = a["GetKoorCluster"].koor_cluster
+    assert int(koor.status.total_resources.nodes) == len(nodes)
+    assert koor.status.current_versions.ceph
+
+    resources_reply = a["GetClusterResources"]
+    daemons = [d for d in resources_reply.deployments if d.name.startswith("rook-ceph-")]
+    daemons = [d for d in daemons if d.name != "rook-ceph-operator"]
+    osd_deployments = [d for d in daemons if d.name.startswith("rook-ceph-osd-")]
+    assert len(osd_deployments) == osd.osd_count
+    assert sum(d.status == resources.RESOURCE_READY for d in osd_deployments) == osd.osd_up
+
+    radar = a["GetClusterRadar"].radar
+    for axis in (
+        "cluster_health",
+        "nodes_health",
+        "capacity_available",
+        "stability",
+        "reliability",
+    ):
+        assert 0.0 <= getattr(radar, axis) <= 100.0
+    ready = sum(d.status == resources.RESOURCE_READY for d in daemons)
+    assert math.isclose(radar.cluster_health, 100 * ready / len(daemons), rel_tol=1e-6)
+    ready_nodes = sum(n.status == resources.RESOURCE_READY for n in nodes)
+    assert math.isclose(radar.nodes_health, 100 * ready_nodes / len(nodes), rel_tol=1e-6)
+    assert math.isclose(radar.capacity_available, 100 * usage.available / usage.total, rel_tol=1e-6)
+    assert math.isclose(
+        radar.reliability, 100 * stats.data.pools.pgs.active_clean / PG_TOTAL, rel_tol=1e-6
+    )
+
+
+def _with_store(tmp_path: Path, scenario) -> None:
+    async def main() -> None:
+        async with ObjectStore.open(f"sqlite:///{tmp_path / 'koor.db'}") as store:
+            await scenario(store)
+
+    run(main())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_answers_are_consistent_at_every_step_over_days(tmp_path, seed):
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock(step_seconds=60, start=10_000)
+        service = StatsService(store, clock, seed=seed)
+        statuses = set()
+        used = []
+        for _ in range(600):  # about four simulated days in uneven strides
+            clock.advance(1 + (clock.now() * 7919) % 17)
+            answers = await _answers(service)
+            _check_consistent(answers)
+            statuses.add(answers["GetClusterStats"].stats.status)
+            used.append(answers["GetClusterStats"].stats.data.usage.used)
+        assert "HEALTH_OK" in statuses
+        assert len(set(used)) > 100  # the numbers move with the clock
+
+    _with_store(tmp_path, scenario)
+
+
+def test_the_storage_cluster_is_stored_once_and_resumes_after_a_restart(tmp_path):
+    async def scenario(store: ObjectStore) -> None:
+        first = StatsService(store, ManualClock(start=5000), seed=42)
+        before = await _answers(first)
+        record = await store.get(STORAGE_SPEC, STORAGE_CLUSTER_KEY)
+        assert record is not None
+        # A restarted server with another seed setting finds the stored cluster.
+        second = StatsService(store, ManualClock(start=5000), seed=7)
+        assert await _answers(second) == before
+        assert await store.get(STORAGE_SPEC, STORAGE_CLUSTER_KEY) == record
+
+    _with_store(tmp_path, scenario)
+
+
+def test_every_rpc_answers_on_both_transports(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            headers = {"authorization": f"Bearer {token}"}
+            stub = stats_pb2_grpc.StatsServiceStub(server.channel)
+            for name, (path, request) in RPCS.items():
+                reply = await server.http.get(path, headers=headers)
+                assert reply.status_code == 200, reply.text
+                over_grpc = await getattr(stub, name)(
+                    request(), metadata=(("authorization", f"Bearer {token}"),)
+                )
+                assert set(reply.json()) == set(
+                    json_format.MessageToDict(over_grpc, preserving_proto_field_name=True)
+                )
+            stats = (await server.http.get("/v1/stats/cluster", headers=headers)).json()["stats"]
+            usage = stats["data"]["usage"]
+            assert int(usage["used"]) + int(usage["available"]) == int(usage["total"])
+            koor = (await server.http.get("/v1/stats/koor-cluster", headers=headers)).json()
+            assert koor["koor_cluster"]["name"] == "koor-cluster"
+            # A viewer may read statistics.
+            viewer = await server.add_account("watcher", "viewer")
+            reply = await server.http.get(
+                "/v1/stats/radar", headers={"authorization": f"Bearer {viewer}"}
+            )
+            assert reply.status_code == 200
+            assert set(reply.json()["radar"]) == {
+                "cluster_health",
+                "nodes_health",
+                "capacity_available",
+                "stability",
+                "reliability",
+            }
+
+    run(scenario())

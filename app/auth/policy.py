@@ -13,6 +13,7 @@ A new RPC is covered by these rules the moment it is added to a .proto.
 
 from __future__ import annotations
 
+import functools
 from enum import Enum, StrEnum
 
 
@@ -54,6 +55,7 @@ READ_ONLY_SERVICES = frozenset({"stats.StatsService"})
 READ_ONLY_PREFIXES = ("Get", "List", "Show", "Inspect")
 
 
+@functools.cache
 def split(full_method: str) -> tuple[str, str]:
     """``pkg.Service.Method`` or ``/pkg.Service/Method`` → (``pkg.Service``, ``Method``)."""
     name = full_method.strip("/").replace("/", ".")
@@ -61,6 +63,7 @@ def split(full_method: str) -> tuple[str, str]:
     return service, method
 
 
+@functools.cache
 def access(full_method: str) -> Access:
     """How much a caller must prove to reach ``full_method``."""
     service, method = split(full_method)
@@ -83,6 +86,8 @@ def is_admin_only(full_method: str) -> bool:
     return service in ADMIN_ONLY_SERVICES or f"{service}.{method}" in ADMIN_ONLY_METHODS
 
 
+# Cached: a decision depends only on the role and the method name, and both sets are small.
+@functools.cache
 def allows(role: str, full_method: str) -> bool:
     """Whether an account with ``role`` may call ``full_method``."""
     level = access(full_method)

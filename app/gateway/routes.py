@@ -11,9 +11,10 @@ import asyncio
 import base64
 import binascii
 import functools
+import itertools
 import logging
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +25,7 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import BaseRoute, Match
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.gateway import streaming
 from app.gateway.codec import (
@@ -59,6 +59,9 @@ from app.gateway.openapi import openapi_document
 from app.gateway.registry import Method, Registry
 
 log = logging.getLogger("portico.gateway")
+
+_RENDER_CACHE_ENTRIES = 1024
+_RENDER_CACHE_MAX_BYTES = 2048
 
 # Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
 Authenticate = Callable[[Method, Metadata], Awaitable[object]]
@@ -98,6 +101,7 @@ class RpcDispatcher:
     ) -> None:
         self.options = options
         self.routes: RouteTable = build_route_table(registry)
+        self._rendered: dict[tuple[type, str, bytes], bytes] = {}
         # Bound servicer methods, looked up once; a missing servicer answers UNIMPLEMENTED.
         self._handlers: dict[str, Callable[..., Any] | None] = {
             m.grpc_path: getattr(servicers.get(m.service), m.name, None) for m in registry
@@ -267,6 +271,13 @@ class RpcDispatcher:
                 return
             handler = self._handler(method)
             replies = handler(request, context).__aiter__()
+            if framing.opening:
+                started = True
+                context.headers_sent = True
+                await _start(send, 200, framing.content_type, call.request_id, context)
+                await send(
+                    {"type": "http.response.body", "body": framing.opening, "more_body": True}
+                )
             async with asyncio.timeout_at(
                 None if call.deadline is None else _loop_time(call.deadline)
             ):
@@ -429,7 +440,19 @@ class RpcDispatcher:
         return value
 
     def _reply_json(self, match: RouteMatch, reply: Any) -> bytes:
-        return dump_json(self._reply_value(match, reply))
+        # Rendering JSON costs more than the rest of a small call, and the same replies recur
+        # (a version, an unchanged object): remember recent small renderings by their bytes.
+        wire = reply.SerializeToString(deterministic=True)
+        if len(wire) > _RENDER_CACHE_MAX_BYTES:
+            return dump_json(self._reply_value(match, reply))
+        key = (type(reply), match.plan.response_body, wire)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = dump_json(self._reply_value(match, reply))
+            if len(self._rendered) >= _RENDER_CACHE_ENTRIES:
+                del self._rendered[next(iter(self._rendered))]  # the oldest
+            self._rendered[key] = rendered
+        return rendered
 
     async def _send_error(
         self,
@@ -465,11 +488,16 @@ def _is_bound(name: str, bound: frozenset[str]) -> bool:
     return any(name == b or name.startswith(b + ".") or b.startswith(name + ".") for b in bound)
 
 
+# Request ids: a random per-process prefix and a counter, unique without a syscall per request.
+_REQUEST_PREFIX = os.urandom(8).hex()
+_request_numbers = itertools.count(1)
+
+
 def _request_id(headers: dict[bytes, bytes]) -> str:
     given = headers.get(b"x-request-id")
     if given and len(given) <= 128:
         return given.decode("latin-1")
-    return uuid.uuid4().hex
+    return f"{_REQUEST_PREFIX}{next(_request_numbers):016x}"
 
 
 def _metadata(headers: dict[bytes, bytes], request_id: str) -> tuple[Metadata, float | None]:
@@ -586,24 +614,24 @@ async def _send(
     await send({"type": "http.response.body", "body": payload})
 
 
-class RpcRoute(BaseRoute):
-    """A catch-all Starlette route handing every request to the dispatcher (registered last)."""
+class GatewayApp:
+    """The ASGI app: RPC bindings go straight to the dispatcher, the few fixed pages to FastAPI.
 
-    def __init__(self, dispatcher: RpcDispatcher) -> None:
+    FastAPI's per-request machinery (middleware stack, route scan, dependency handling) costs
+    more than a whole small RPC, so RPCs never pass through it; ``/healthz``, ``/readyz``,
+    ``/openapi.json`` and ``/docs`` are ordinary FastAPI routes.
+    """
+
+    def __init__(self, api: FastAPI, dispatcher: RpcDispatcher) -> None:
+        self.api = api
         self.dispatcher = dispatcher
+        self.pages = frozenset(getattr(route, "path", "") for route in api.routes)
 
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] in ("http", "websocket"):
-            return Match.FULL, {}
-        return Match.NONE, {}
-
-    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
-        from starlette.routing import NoMatchFound
-
-        raise NoMatchFound(name, path_params)
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.dispatcher(scope, receive, send)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" or scope["path"] in self.pages:
+            await self.api(scope, receive, send)
+        else:
+            await self.dispatcher(scope, receive, send)
 
 
 def create_app(
@@ -611,27 +639,26 @@ def create_app(
     servicers: Mapping[str, object],
     options: GatewayOptions | None = None,
     ready: Callable[[], Awaitable[bool]] | None = None,
-) -> FastAPI:
-    """The FastAPI app: ``/healthz``, ``/readyz``, then every RPC binding via one dispatcher."""
+) -> ASGIApp:
+    """The gateway: ``/healthz``, ``/readyz``, the OpenAPI pages, and every RPC binding."""
     options = options or GatewayOptions()
-    app = FastAPI(title="Portico", openapi_url=None, docs_url=None, redoc_url=None)
+    api = FastAPI(title="Portico", openapi_url=None, docs_url=None, redoc_url=None)
 
-    @app.get("/healthz", include_in_schema=False)
+    @api.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    @app.get("/readyz", include_in_schema=False)
+    @api.get("/readyz", include_in_schema=False)
     async def readyz() -> JSONResponse:
         if ready is not None and not await ready():
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    _add_openapi_routes(app, registry, options)
-    app.state.dispatcher = RpcDispatcher(registry, servicers, options)
-    app.router.routes.append(RpcRoute(app.state.dispatcher))
+    _add_openapi_routes(api, registry, options)
+    app: ASGIApp = GatewayApp(api, RpcDispatcher(registry, servicers, options))
     if options.cors_origins:
-        app.add_middleware(
-            CORSMiddleware,
+        app = CORSMiddleware(
+            app,
             allow_origins=list(options.cors_origins),
             allow_methods=["*"],
             allow_headers=["*"],

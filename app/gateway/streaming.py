@@ -128,6 +128,9 @@ class Framing:
     result_prefix: bytes
     error_prefix: bytes
     suffix: bytes
+    # Sent as soon as the call is accepted; empty means the response starts with the first
+    # reply, so a failure before it still gets its own HTTP status.
+    opening: bytes = b""
 
     def result(self, reply: Any) -> bytes:
         """One reply frame."""
@@ -140,7 +143,9 @@ class Framing:
 
 
 NDJSON = Framing(b"application/x-ndjson", b"", b"", b"\n")
-SSE = Framing(b"text/event-stream", b"data: ", b"event: error\ndata: ", b"\n\n")
+# An EventSource reports "open" only once headers arrive, and a subscription may wait long for
+# its first event: SSE answers at once, and later failures are ``error`` events.
+SSE = Framing(b"text/event-stream", b"data: ", b"event: error\ndata: ", b"\n\n", b": open\n\n")
 
 
 def framing_for(accept: str) -> Framing:

@@ -68,8 +68,26 @@ def test_server_stream_as_sse() -> None:
     response = run(check())
     assert response.headers["content-type"] == "text/event-stream"
     events = response.text.split("\n\n")
-    assert events[0].startswith("data: {")
-    assert json.loads(events[0][len("data: ") :])["result"]["count"] == 0
+    # The stream opens at once (an SSE comment), before the first event.
+    assert events[0] == ": open"
+    assert events[1].startswith("data: {")
+    assert json.loads(events[1][len("data: ") :])["result"]["count"] == 0
+    assert events[2].startswith("event: error\ndata: ")
+
+
+def test_sse_opens_before_the_first_event_and_reports_early_failures_as_events() -> None:
+    async def check() -> Any:
+        async with serving() as served:
+            return await served.http.get(
+                "/v1/shelves/s1/things",
+                params={"count": 2, "fail": "true", "fail_after": 0},
+                headers={"accept": "text/event-stream"},
+            )
+
+    response = run(check())
+    assert response.status_code == 200
+    events = response.text.split("\n\n")
+    assert events[0] == ": open"
     assert events[1].startswith("event: error\ndata: ")
 
 

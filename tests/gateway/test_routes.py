@@ -351,3 +351,18 @@ def rpc_status_of(exc: grpc.aio.AioRpcError) -> GatewayError:
     if status is None:
         return GatewayError(exc.code(), exc.details() or "")
     return GatewayError.from_status(status)
+
+
+def test_remembered_renderings_never_answer_for_a_different_reply() -> None:
+    async def call() -> list[Any]:
+        async with serving() as served:
+            bodies = []
+            for thing in ({"name": "a"}, {"name": "b"}, {"name": "a", "size": "2"}, {"name": "a"}):
+                response = await served.http.post("/v1/things:echo", json=thing)
+                bodies.append(response.json())
+            return bodies
+
+    first, second, third, again = run(call())
+    assert (first["name"], second["name"]) == ("a", "b")
+    assert third["size"] == "2" and first["size"] == "0"
+    assert again == first

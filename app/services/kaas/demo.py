@@ -29,6 +29,7 @@ from app.services.kaas.records import (
     key_of,
     load_all_machines,
     machine_data,
+    reserve_machines,
 )
 from app.services.kaas.versions import parse_version, upgrade_targets
 from app.sim.clock import Clock
@@ -152,6 +153,7 @@ async def _store(
     machines: list[Machine],
 ) -> None:
     await tx.create(CLUSTER_SPEC, spec.name, spec)
+    await reserve_machines(tx, len(desired_machines(spec)))
     await tx.create(CLUSTER, spec.name, detail)
     for machine in machines:
         await tx.create(MACHINE, key_of(machine), machine_data(machine))

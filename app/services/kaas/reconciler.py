@@ -43,6 +43,7 @@ from app.services.kaas.records import (
     load_cluster,
     machine_data,
     parse_machine,
+    reserve_machines,
     sorted_machines,
 )
 from app.sim.clock import Clock
@@ -218,19 +219,29 @@ class ClusterReconciler:
             # A read-only look first: settled clusters cost no write transaction.
             outcome = plan_cluster(state, self.provider, now, in_use)
             if outcome.changes or outcome.status != state.status:
-                changed += await self.reconcile(record.key, now)
+                changed += await self.reconcile(record.key, now, in_use)
         return changed
 
-    async def reconcile(self, name: str, now: int) -> bool:
-        """Plan and write one cluster's changes in a transaction; whether anything was written."""
+    async def reconcile(self, name: str, now: int, in_use: set[str] | None = None) -> bool:
+        """Plan and write one cluster's changes in a transaction; whether anything was written.
+
+        ``in_use`` is the set of addresses machines hold, kept current across a pass: only this
+        job hands out addresses, so one reading per pass is enough (not one per cluster).
+        """
         async with self.store.transaction() as tx:
             state = await load_cluster(tx, name)
             if state is None:
                 return False
-            in_use = {m.ip for m in await load_all_machines(tx) if m.holds_ip}
+            if in_use is None:
+                in_use = {m.ip for m in await load_all_machines(tx) if m.holds_ip}
             outcome = plan_cluster(state, self.provider, now, in_use)
             if not outcome.changes and outcome.status == state.status:
                 return False
+            for machine in state.machines:
+                in_use.discard(machine.ip)
+            for machine in (*outcome.machines, *_untouched(state, outcome)):
+                if machine.holds_ip:
+                    in_use.add(machine.ip)
             for machine in outcome.released:
                 await tx.delete(MACHINE, key_of(machine))
             for machine in outcome.machines:
@@ -241,6 +252,7 @@ class ClusterReconciler:
             if outcome.gone:
                 await tx.delete(CLUSTER, name)
                 await tx.delete(CLUSTER_SPEC, name)
+                await reserve_machines(tx, -len(desired_machines(state.spec)))
                 log.info("cluster %s deleted: every machine released", name)
                 return True
             if outcome.kubeconfig_server_ip:
@@ -257,3 +269,9 @@ class ClusterReconciler:
                 )
             await tx.update(CLUSTER, name, outcome.status)
         return True
+
+
+def _untouched(state: ClusterState, outcome: Outcome) -> list[Machine]:
+    """The cluster's machines the outcome neither rewrote nor released."""
+    changed = {(m.pool, m.index) for m in (*outcome.machines, *outcome.released)}
+    return [m for m in state.machines if (m.pool, m.index) not in changed]

@@ -1,14 +1,17 @@
 """How the cluster manager keeps clusters in the store: kinds, keys and the desired machines.
 
-Three kinds, written together in transactions::
+Four kinds, written together in transactions::
 
     kind               key                    message            holds
     kaas.cluster       <name>                 ClusterDetailItem  status, message, kubeconfig
     kaas.cluster_spec  <name>                 CreateClusterMsg   version, control plane, pools
     kaas.machine       <name>/<pool>/<index>  Struct             one machine (Machine.to_dict)
+    kaas.reservation   machines               Int64Value         machines all specs ask for
 
 The spec is the desired state (``k8s_version`` is the version the cluster should run); the
-reconciler compares it with the machines and writes the observed status.
+reconciler compares it with the machines and writes the observed status. The reservation is
+the sum of every stored spec's machines, kept in step with every spec written or deleted, so
+checking the address pool's room costs one read instead of a scan of every cluster.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from google.protobuf import struct_pb2
+from google.protobuf import struct_pb2, wrappers_pb2
 
 import gen  # noqa: F401
 from app.services.plain_data import from_struct, to_struct
@@ -29,6 +32,7 @@ from cnct.kaas.api import api_pb2
 CLUSTER = "kaas.cluster"
 CLUSTER_SPEC = "kaas.cluster_spec"
 MACHINE = "kaas.machine"
+RESERVATION = ("kaas.reservation", "machines")
 
 # The control plane's machines form a pool of their own; worker pools may not take its name.
 CONTROL_PLANE_POOL = "control-plane"
@@ -42,6 +46,29 @@ class Reader(Protocol):
     async def get(self, kind: str, key: str) -> Record | None: ...
 
     async def list(self, kind: str, prefix: str = "") -> list[Record]: ...
+
+
+class Writer(Reader, Protocol):
+    """A transaction."""
+
+    async def create(self, kind: str, key: str, data: object) -> Record: ...
+
+    async def update(self, kind: str, key: str, data: object) -> Record: ...
+
+
+async def reserved_machines(tx: Reader) -> int:
+    """How many machines the stored specs ask for, all clusters together."""
+    record = await tx.get(*RESERVATION)
+    return 0 if record is None else record.parse(wrappers_pb2.Int64Value).value
+
+
+async def reserve_machines(tx: Writer, delta: int) -> None:
+    """Change the reservation by ``delta`` machines (negative when specs shrink or go)."""
+    total = wrappers_pb2.Int64Value(value=await reserved_machines(tx) + delta)
+    if await tx.get(*RESERVATION) is None:
+        await tx.create(*RESERVATION, total)
+    else:
+        await tx.update(*RESERVATION, total)
 
 
 def machine_key(cluster: str, pool: str, index: int) -> str:

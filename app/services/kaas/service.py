@@ -43,6 +43,8 @@ from app.services.kaas.records import (
     load_cluster,
     parse_machine,
     pool_names,
+    reserve_machines,
+    reserved_machines,
     sorted_machines,
 )
 from app.services.kaas.versions import upgrade_targets
@@ -170,6 +172,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
                 raise Rejected(Code.ALREADY_EXISTS, f"cluster {request.name!r} already exists")
             await self._check_capacity(tx, wanted)
             await tx.create(CLUSTER_SPEC, request.name, request)
+            await reserve_machines(tx, wanted)
             await tx.create(CLUSTER, request.name, status)
 
         await self._write(context, create)
@@ -333,25 +336,12 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         status.status = api_pb2.RECONCILING
         status.status_message = message
         await tx.update(CLUSTER_SPEC, state.name, spec)
+        await reserve_machines(tx, len(desired_machines(spec)) - len(desired_machines(state.spec)))
         await tx.update(CLUSTER, state.name, status)
 
     async def _check_capacity(self, tx: Transaction, more: int) -> None:
         """RESOURCE_EXHAUSTED unless the IP pool can hold ``more`` machines on top of all others."""
-        specs = [r.parse(api_pb2.CreateClusterMsg) for r in await tx.list(CLUSTER_SPEC)]
-        stopping = {
-            r.key
-            for r in await tx.list(CLUSTER)
-            if r.parse(api_pb2.ClusterDetailItem).status == api_pb2.STOPPING
-        }
-        machines = [parse_machine(r) for r in await tx.list(MACHINE)]
-        held = {(m.cluster, m.pool, m.index) for m in machines if m.holds_ip}
-        wanted = {
-            (spec.name, pool, index)
-            for spec in specs
-            if spec.name not in stopping
-            for pool, index in desired_machines(spec)
-        }
-        committed = len(held | wanted)
+        committed = await reserved_machines(tx)
         if committed + more > self.machine_capacity:
             free = max(0, self.machine_capacity - committed)
             raise Rejected(

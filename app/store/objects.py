@@ -413,7 +413,9 @@ class ObjectStore:
     async def compact(self, *, now: datetime | None = None) -> int:
         """Drop events older than ``compaction_age``; returns the revision compacted through."""
         cutoff = (now or utc_now()) - self.compaction_age
-        return await self.database.write(compact_log, cutoff)
+        compacted = await self.database.write(compact_log, cutoff)
+        self._feed.forget_through(compacted)
+        return compacted
 
     # accounts and revoked tokens
 

@@ -2,6 +2,9 @@
 
 In-process writers wake watchers at once through :class:`RevisionFeed`; writes by other processes
 are noticed by one poller per store that reads the log's head every ``poll_interval`` seconds.
+The feed also keeps the newest events in memory, read from the log once for every watcher: a
+thousand subscribers of one change cost one query, not a thousand. Watchers further behind than
+that tail read the log themselves.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+from collections import deque
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from app.store.database import Database
 
 REPLAY_BATCH = 500
+RECENT_EVENTS = 4096
 
 _log = EventLogEntry.__table__
 _meta = StoreMeta.__table__
@@ -97,6 +102,50 @@ class RevisionFeed:
         self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
         self._closed = False
+        # Every event with ``_tail_from < revision <= _tail_to`` is in ``_tail``, oldest first.
+        self._tail: deque[Event] = deque(maxlen=RECENT_EVENTS)
+        self._tail_from = head
+        self._tail_to = head
+        self._tail_read: asyncio.Future[None] | None = None
+
+    async def recent_events(
+        self, after: int, kinds: tuple[str, ...] | None
+    ) -> tuple[list[Event], int] | None:
+        """Events after ``after`` from memory and the revision they are complete through; None
+        when ``after`` is older than the events kept (read the log instead)."""
+        while self._tail_to < self.head and after >= self._tail_from:
+            if self._tail_read is None:
+                self._tail_read = asyncio.ensure_future(self._read_tail())
+            read = self._tail_read
+            try:
+                # Shielded: one watcher going away must not cancel the read the others await.
+                await asyncio.shield(read)
+            finally:
+                if self._tail_read is read and read.done():
+                    self._tail_read = None
+        if after < self._tail_from:
+            return None
+        events = [
+            e for e in self._tail if e.revision > after and (kinds is None or e.kind in kinds)
+        ]
+        return events, self._tail_to
+
+    def forget_through(self, revision: int) -> None:
+        """Drop remembered events up to ``revision`` (compacted away): a watch from before it
+        gets OUT_OF_RANGE from the log, as everywhere else."""
+        while self._tail and self._tail[0].revision <= revision:
+            self._tail.popleft()
+        self._tail_from = max(self._tail_from, revision)
+        self._tail_to = max(self._tail_to, revision)
+
+    async def _read_tail(self) -> None:
+        events, scanned, _ = await self._database.read(
+            read_events, self._tail_to, None, RECENT_EVENTS
+        )
+        self._tail.extend(events)
+        self._tail_to = max(self._tail_to, scanned)
+        if len(self._tail) == RECENT_EVENTS:
+            self._tail_from = self._tail[0].revision - 1
 
     def advance(self, revision: int) -> None:
         """Record that ``revision`` is committed and wake everyone waiting for it."""
@@ -152,6 +201,14 @@ async def follow_events(
     wanted = None if kinds is None else tuple(kinds)
     after = since_revision
     while True:
+        recent = await feed.recent_events(after, wanted)
+        if recent is not None:
+            events, through = recent
+            for event in events:
+                yield event
+            after = max(after, through)
+            await feed.wait_past(after)
+            continue
         events, scanned, compacted = await database.read(read_events, after, wanted, REPLAY_BATCH)
         if after < compacted:
             raise OutOfRange(

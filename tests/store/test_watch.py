@@ -189,3 +189,38 @@ def test_closing_the_store_ends_waiting_watches_as_unavailable(store_url):
             await store.get("Cluster", "alpha")
 
     run(body())
+
+
+def test_many_watchers_of_one_change_cost_one_log_read(with_store):
+    async def body(store: ObjectStore):
+        head = await store.current_revision()
+        watches = [store.watch("Cluster", head) for _ in range(200)]
+        firsts = [asyncio.ensure_future(anext(w)) for w in watches]
+        await asyncio.sleep(0.05)  # every watcher is waiting now
+        reads = 0
+        real_read = store.database.read
+
+        async def counting_read(*args):
+            nonlocal reads
+            reads += 1
+            return await real_read(*args)
+
+        store.database.read = counting_read  # observe, not replace: the real read runs
+        await store.create("Cluster", "shared", b"")
+        received = await asyncio.gather(*firsts)
+        assert {e.key for e in received} == {"shared"}
+        assert reads <= 2  # the shared tail's read (and at most one poll), not one per watcher
+        for watch in watches:
+            await watch.aclose()
+
+    with_store(body)
+
+
+def test_a_watcher_behind_the_remembered_events_reads_the_log(with_store):
+    async def body(store: ObjectStore):
+        for i in range(5):
+            await store.create("Cluster", f"c{i}", b"")
+        async with contextlib.aclosing(store.watch("Cluster", 0)) as events:
+            assert [e.key for e in await take(events, 5)] == [f"c{i}" for i in range(5)]
+
+    with_store(body)

@@ -104,6 +104,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self.provider = provider
         self.versions = tuple(versions)
         self.machine_capacity = machine_capacity
+        self._build: api_pb2.GetVersionReply.VersionInformation | None = None
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -150,9 +151,11 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     async def GetVersionInformation(
         self, request: api_pb2.GetVersionMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetVersionReply:
-        # The first call asks git (a subprocess); later ones reuse the answer.
-        build = await asyncio.to_thread(running_build)
-        return api_pb2.GetVersionReply(ok=True, version_information=build)
+        # The first call asks git (a subprocess, so in a thread); later ones reuse the answer
+        # without leaving the event loop.
+        if self._build is None:
+            self._build = await asyncio.to_thread(running_build)
+        return api_pb2.GetVersionReply(ok=True, version_information=self._build)
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -1,0 +1,59 @@
+"""A closed-loop gRPC load generator: N concurrent callers of one unary RPC for a fixed time.
+
+Run as ``python -m tests.bench.grpc_load ADDRESS TOKEN SECONDS CONCURRENCY``; prints one JSON
+object: requests, seconds, requests per second, p50 and p99 latency in milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+import grpc
+
+import gen  # noqa: F401
+
+from cnct.kaas.api import api_pb2
+
+
+async def _caller(
+    call: grpc.aio.UnaryUnaryMultiCallable, metadata: tuple, until: float, out: list[float]
+) -> None:
+    request = api_pb2.GetVersionMsg()
+    while (start := time.perf_counter()) < until:
+        await call(request, metadata=metadata)
+        out.append(time.perf_counter() - start)
+
+
+async def load(address: str, token: str, seconds: float, concurrency: int) -> dict[str, float]:
+    """Call GetVersionInformation from ``concurrency`` tasks for ``seconds``."""
+    metadata = (("authorization", f"Bearer {token}"),)
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = channel.unary_unary(
+            "/cnct.kaas.api.Cluster/GetVersionInformation",
+            request_serializer=api_pb2.GetVersionMsg.SerializeToString,
+            response_deserializer=api_pb2.GetVersionReply.FromString,
+        )
+        await call(api_pb2.GetVersionMsg(), metadata=metadata)  # connect before timing
+        latencies: list[float] = []
+        started = time.perf_counter()
+        until = started + seconds
+        await asyncio.gather(
+            *(_caller(call, metadata, until, latencies) for _ in range(concurrency))
+        )
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "requests": len(latencies),
+        "seconds": elapsed,
+        "rps": len(latencies) / elapsed,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+    }
+
+
+if __name__ == "__main__":
+    address, token, seconds, concurrency = sys.argv[1:5]
+    print(json.dumps(asyncio.run(load(address, token, float(seconds), int(concurrency)))))

@@ -61,7 +61,7 @@ from app.gateway.registry import Method, Registry
 log = logging.getLogger("portico.gateway")
 
 _RENDER_CACHE_ENTRIES = 1024
-_RENDER_CACHE_MAX_BYTES = 2048
+_RENDER_CACHE_MAX_BYTES = 4096
 
 # Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
 Authenticate = Callable[[Method, Metadata], Awaitable[object]]
@@ -101,7 +101,7 @@ class RpcDispatcher:
     ) -> None:
         self.options = options
         self.routes: RouteTable = build_route_table(registry)
-        self._rendered: dict[tuple[type, str, bytes], bytes] = {}
+        self._rendered: dict[tuple[type, str, bool, bytes], bytes] = {}
         # Bound servicer methods, looked up once; a missing servicer answers UNIMPLEMENTED.
         self._handlers: dict[str, Callable[..., Any] | None] = {
             m.grpc_path: getattr(servicers.get(m.service), m.name, None) for m in registry
@@ -282,7 +282,7 @@ class RpcDispatcher:
                 None if call.deadline is None else _loop_time(call.deadline)
             ):
                 async for reply in replies:
-                    frame = framing.result(self._reply_value(match, reply))
+                    frame = framing.frame(self._reply_json(match, reply, streamed=True))
                     if not started:
                         started = True
                         context.headers_sent = True
@@ -363,7 +363,7 @@ class RpcDispatcher:
             )
             handler = self._handler(call.method)
             async for reply in handler(requests, context).__aiter__():
-                text = dump_json({"result": self._reply_value(match, reply)}).decode()
+                text = self._reply_json(match, reply, streamed=True).decode()
                 await send({"type": "websocket.send", "text": text})
             error = context.status_error()
         except GatewayError as exc:
@@ -439,20 +439,28 @@ class RpcDispatcher:
             return value.get(field_key(desc, self.options.json))
         return value
 
-    def _reply_json(self, match: RouteMatch, reply: Any) -> bytes:
-        # Rendering JSON costs more than the rest of a small call, and the same replies recur
-        # (a version, an unchanged object): remember recent small renderings by their bytes.
+    def _reply_json(self, match: RouteMatch, reply: Any, *, streamed: bool = False) -> bytes:
+        """The reply as JSON (``{"result": ...}`` when ``streamed``).
+
+        Rendering JSON costs more than the rest of a small call, and the same replies recur (a
+        version, an unchanged object, one event sent to every subscriber): recent small
+        renderings are remembered by the reply's bytes.
+        """
         wire = reply.SerializeToString(deterministic=True)
         if len(wire) > _RENDER_CACHE_MAX_BYTES:
-            return dump_json(self._reply_value(match, reply))
-        key = (type(reply), match.plan.response_body, wire)
+            return self._render(match, reply, streamed)
+        key = (type(reply), match.plan.response_body, streamed, wire)
         rendered = self._rendered.get(key)
         if rendered is None:
-            rendered = dump_json(self._reply_value(match, reply))
+            rendered = self._render(match, reply, streamed)
             if len(self._rendered) >= _RENDER_CACHE_ENTRIES:
                 del self._rendered[next(iter(self._rendered))]  # the oldest
             self._rendered[key] = rendered
         return rendered
+
+    def _render(self, match: RouteMatch, reply: Any, streamed: bool) -> bytes:
+        value = self._reply_value(match, reply)
+        return dump_json({"result": value} if streamed else value)
 
     async def _send_error(
         self,

@@ -132,9 +132,9 @@ class Framing:
     # reply, so a failure before it still gets its own HTTP status.
     opening: bytes = b""
 
-    def result(self, reply: Any) -> bytes:
-        """One reply frame."""
-        return self.result_prefix + dump_json({"result": reply}) + self.suffix
+    def frame(self, rendered: bytes) -> bytes:
+        """One reply frame around its rendered ``{"result": ...}`` JSON."""
+        return self.result_prefix + rendered + self.suffix
 
     def error(self, error: GatewayError, options: JsonOptions) -> bytes:
         """The final frame of a stream that failed."""

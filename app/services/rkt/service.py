@@ -48,6 +48,8 @@ from v1alpha import api_pb2_grpc as pb_grpc
 RKT_VERSION = "1.30.0"
 APPC_VERSION = "0.8.11"
 API_VERSION = "1.0.0-alpha"
+# Instances decoded from recent events, shared by every stream (each event reaches them all).
+RECENT_DECODED = 256
 
 
 def global_flags(data_dir: Path) -> pb.GlobalFlags:
@@ -102,6 +104,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.global_flags = global_flags
         self.version = __version__
         self.open_streams = 0
+        self._recent: dict[int, InstanceRecord] = {}
 
     async def _instances(self) -> list[InstanceRecord]:
         return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
@@ -202,12 +205,22 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
                 while (event := await follow.next()) is not None:
                     if event.type is EventType.DELETED:
                         continue
-                    fresh = translator.absorb(InstanceRecord.from_bytes(event.data))
+                    fresh = translator.absorb(self._decoded(event.revision, event.data))
                     matching = [e for e in fresh if filters.event_matches(e, wanted)]
                     if matching:
                         yield pb.ListenEventsResponse(events=matching)
         finally:
             self.open_streams -= 1
+
+    def _decoded(self, revision: int, data: bytes) -> InstanceRecord:
+        """The instance an event carries; decoded once for every stream that sees the event."""
+        instance = self._recent.get(revision)
+        if instance is None:
+            instance = InstanceRecord.from_bytes(data)
+            if len(self._recent) >= RECENT_DECODED:
+                del self._recent[next(iter(self._recent))]
+            self._recent[revision] = instance
+        return instance
 
     async def GetLogs(
         self, request: pb.GetLogsRequest, context: grpc.aio.ServicerContext

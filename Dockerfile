@@ -12,6 +12,14 @@ RUN /opt/portico/bin/pip install --no-cache-dir /src
 
 # Runtime stage: the virtualenv only, run as an unprivileged user.
 FROM python:3.11-slim
+# The image has no .git: GetVersionInformation reports what the build says here, e.g.
+# docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD) --build-arg BUILD_DATE=$(date -u +%FT%TZ) .
+ARG GIT_COMMIT=""
+ARG GIT_TREE_STATE=""
+ARG BUILD_DATE=""
+ENV PORTICO_GIT_COMMIT=$GIT_COMMIT \
+    PORTICO_GIT_TREE_STATE=$GIT_TREE_STATE \
+    PORTICO_BUILD_DATE=$BUILD_DATE
 ENV PATH=/opt/portico/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import grpc
 import httpx
+import uvicorn
 
 from app.config import Settings
 from app.main import Portico
@@ -75,3 +76,20 @@ async def running(data_dir: Path, **changes: Any) -> AsyncIterator[Running]:
             yield Running(portico, http, channel)
     finally:
         await portico.stop()
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
+    """The app on a real uvicorn (true streaming, client disconnects, WebSockets); yields
+    ``host:port``."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.005)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task

@@ -236,15 +236,7 @@ class RpcDispatcher:
         context: GatewayContext,
         receive: Receive,
     ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-
-        def on_disconnect() -> None:
-            context.cancel()
-            task.cancel()
-
-        pump = streaming.InboundPump(receive, on_disconnect)
-        pump.start()
+        pump = _pump_cancelling_on_disconnect(receive, context)
         method = call.method
         framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
         started = False
@@ -342,15 +334,7 @@ class RpcDispatcher:
     async def _websocket_call(
         self, call: _Call, plan: Any, send: Send, context: GatewayContext, receive: Receive
     ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-
-        def on_disconnect() -> None:
-            context.cancel()
-            task.cancel()
-
-        pump = streaming.InboundPump(receive, on_disconnect)
-        pump.start()
+        pump = _pump_cancelling_on_disconnect(receive, context)
         match = RouteMatch(plan, ())
         error: GatewayError | None = None
         try:
@@ -479,6 +463,22 @@ class RpcDispatcher:
             context,
             error.headers,
         )
+
+
+def _pump_cancelling_on_disconnect(
+    receive: Receive, context: GatewayContext
+) -> streaming.InboundPump:
+    """Start reading the client; if it goes away, cancel the call's context and this task."""
+    task = asyncio.current_task()
+    assert task is not None
+
+    def on_disconnect() -> None:
+        context.cancel()
+        task.cancel()
+
+    pump = streaming.InboundPump(receive, on_disconnect)
+    pump.start()
+    return pump
 
 
 def _raw_path(scope: Scope) -> str:

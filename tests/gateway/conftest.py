@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 
 import grpc
 import httpx
-import uvicorn
 
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
@@ -65,19 +64,3 @@ async def serving(
             yield Served(servicer, http, pb_grpc.ShelfStub(channel), channel, app)
     finally:
         await stop(server, grace=0.5)
-
-
-@contextlib.asynccontextmanager
-async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
-    """A real uvicorn on a free port (for flushing, disconnects and WebSockets); yields its URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    task = asyncio.ensure_future(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task

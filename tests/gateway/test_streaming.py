@@ -10,8 +10,9 @@ import pytest
 from websockets.asyncio.client import connect
 
 from app.gateway.routes import GatewayOptions, create_app
+from tests.harness import uvicorn_serving
 
-from .conftest import run, serving, shelf_registry, uvicorn_serving
+from .conftest import run, serving, shelf_registry
 from .shelf import SERVICE, ShelfServicer, pb
 
 

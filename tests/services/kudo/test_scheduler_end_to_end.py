@@ -16,7 +16,7 @@ from grpc_status import rpc_status
 
 import gen  # noqa: F401
 from app.services.kudo.records import INSTANCE, InstanceRecord
-from tests.harness import run, running
+from tests.harness import run, running, uvicorn_serving
 from tests.services.kudo.world import (
     bearer,
     certificate,
@@ -28,7 +28,6 @@ from tests.services.kudo.world import (
     status_feed,
     stored_instance,
     stored_node,
-    uvicorn_serving,
     wait_status,
 )
 

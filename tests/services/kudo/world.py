@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
-import uvicorn
 
 import gen  # noqa: F401
 from app.services.kudo.certificates import self_signed
@@ -170,22 +169,6 @@ async def node_agent(
         if process.returncode is None:
             process.kill()
         await process.communicate()
-
-
-@contextlib.asynccontextmanager
-async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
-    """The app on a real uvicorn (for true streaming and client disconnects); yields host:port."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    task = asyncio.ensure_future(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.005)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 def open_streams(server: Running) -> int:

@@ -14,14 +14,13 @@ import pytest
 
 import gen  # noqa: F401
 from app.services.kudo.images import parse_reference
-from tests.harness import Running, run, running
+from tests.harness import Running, run, running, uvicorn_serving
 from tests.services.kudo.world import (
     bearer,
     eventually,
     headers,
     instance,
     open_streams,
-    uvicorn_serving,
     wait_status,
 )
 

@@ -10,8 +10,9 @@ import multiprocessing
 import secrets
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import timedelta
+from typing import Any
 
 import grpc
 import uvicorn
@@ -265,6 +266,7 @@ async def run(settings: Settings) -> None:
         access_log=settings.access_log,
         # Portico is the origin server; forwarded headers are not trusted unless asked for.
         proxy_headers=False,
+        server_header=False,
     )
     http_server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()
@@ -302,7 +304,17 @@ def http_socket(host: str, port: int) -> socket.socket:
 def _worker(settings: Settings) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(settings))
+        run_event_loop(run(settings))
+
+
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop (uvicorn's fast loop, installed with it) or else asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings it
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 def run_workers(settings: Settings) -> None:
@@ -330,6 +342,6 @@ def serve(settings: Settings) -> None:
         if settings.workers > 1:
             run_workers(settings)
         else:
-            asyncio.run(run(settings))
+            run_event_loop(run(settings))
     except ConfigurationError as exc:
         raise SystemExit(f"portico: {exc}") from None

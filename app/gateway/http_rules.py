@@ -198,6 +198,8 @@ class RouteTable:
     def __init__(self, plans: Iterable[BindingPlan]) -> None:
         self._root = _Node()
         self._canonical: dict[str, BindingPlan] = {}
+        # Templates without variables, by (method, path): most requests end here in one lookup.
+        self._literal: dict[tuple[str, str], BindingPlan] = {}
         self.plans: list[BindingPlan] = []
         for plan in plans:
             self.add(plan)
@@ -224,9 +226,15 @@ class RouteTable:
             other = by_method[plan.http_method].method.full_name
             raise TemplateError(f"{plan.method.full_name} and {other} bind the same route")
         by_method[plan.http_method] = plan
+        if not any(segment in ("*", "**") for segment in segments):
+            verb = f":{plan.template.verb}" if plan.template.verb else ""
+            self._literal[(plan.http_method, "/" + "/".join(segments) + verb)] = plan
 
     def match(self, http_method: str, raw_path: str) -> RouteMatch:
         """The plan for a request; raises NoRoute or MethodNotAllowed."""
+        literal = self._literal.get((http_method, raw_path))
+        if literal is not None:
+            return RouteMatch(literal, ())
         canonical = self._canonical.get(raw_path)
         if canonical is not None:
             if http_method != "POST":

@@ -618,7 +618,10 @@ async def _send(
     context: GatewayContext | None,
     extra: tuple[tuple[str, str], ...] = (),
 ) -> None:
-    await _start(send, status, content_type, request_id, context, extra)
+    headers = _response_headers(content_type, request_id, context, extra)
+    # A known length lets the server send the reply in one piece instead of chunked.
+    headers.append((b"content-length", str(len(payload)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
 
 

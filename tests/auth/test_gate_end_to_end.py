@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Iterator
@@ -278,3 +279,22 @@ def test_tokens_and_passwords_stay_out_of_the_logs(tmp_path, caplog):
     assert token not in caplog.text
     assert ADMIN_PASSWORD not in caplog.text
     assert "wrong-password" not in caplog.text
+
+
+def test_a_logout_on_one_replica_is_refused_by_another_within_a_second(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as one, running(tmp_path) as two:
+            token = await one.login()
+            method = REGISTRY.method("/cnct.kaas.api.Cluster/GetClusterList")
+            assert await grpc_call(two.channel, method, token) is grpc.StatusCode.OK  # cached now
+            await one.http.post("/v1/auth:logout", json={}, headers=dict(_bearer(token)))
+            refused_at = None
+            started = time.monotonic()
+            while time.monotonic() - started < 3:
+                if await grpc_call(two.channel, method, token) is grpc.StatusCode.UNAUTHENTICATED:
+                    refused_at = time.monotonic() - started
+                    break
+                await asyncio.sleep(0.05)
+            assert refused_at is not None and refused_at <= 1.2
+
+    run(scenario())

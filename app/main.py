@@ -30,6 +30,7 @@ from app.gateway.errors import GatewayError
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
+from app.services.edge.system import edge_system
 from app.services.kaas.demo import demo_job
 from app.services.kaas.reconciler import ClusterReconciler
 from app.services.kaas.service import ClusterService
@@ -59,6 +60,7 @@ class Portico:
         self.grpc_port = 0
         self.servicers: dict[str, object] = {}
         self._background: asyncio.Task[None] | None = None
+        self._replica_work: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         """Open the store, make sure an admin exists, start background work and gRPC."""
@@ -135,6 +137,13 @@ class Portico:
         servicers.update(scheduler.servicers)
         servicers["v1alpha.PublicAPI"] = RuntimeService(store, global_flags(settings.data_dir))
         jobs.extend(scheduler.jobs)
+
+        # The edge-cloud controller, its simulated cloudlet resource manager, and this replica's
+        # registration as a Controller (kept alive by every replica, not only the leader).
+        edge = edge_system(store, settings)
+        servicers.update(edge.servicers)
+        jobs.extend(edge.jobs)
+        self._replica_work = [asyncio.create_task(_supervised(job)) for job in edge.replica_jobs]
         return servicers, jobs
 
     async def store_reachable(self) -> bool:
@@ -162,10 +171,10 @@ class Portico:
         """Let in-flight gRPC calls finish, stop background work, then close the store."""
         if self.grpc_server is not None:
             await stop(self.grpc_server, SHUTDOWN_GRACE_SECONDS)
-        if self._background is not None:
-            self._background.cancel()
+        for task in [*self._replica_work, *([self._background] if self._background else [])]:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._background
+                await task
         if self.store is not None:
             await self.store.close()
 

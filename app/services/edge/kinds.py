@@ -1,0 +1,153 @@
+"""The edge controller's object types, read from the descriptors: store kind, key and labels.
+
+Every keyed ``edgeproto`` message is stored as its protobuf bytes under the kind
+``edgeproto.<Message>`` (its full name) and a key string derived from its key message: the
+compact JSON of the key (proto field names, sorted, default values left out), e.g.
+``{"developer_key":{"name":"acme"},"name":"web","version":"1.0"}``. The form is readable in the
+event log, deterministic (equal keys give equal strings) and needs no per-type code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+import gen  # noqa: F401
+
+from edgeproto import (
+    app_inst_pb2,
+    app_pb2,
+    cloudlet_pb2,
+    cluster_pb2,
+    clusterinst_pb2,
+    controller_pb2,
+    developer_pb2,
+    flavor_pb2,
+    node_pb2,
+    operator_pb2,
+    refs_pb2,
+)
+
+KEY_FIELD = "key"
+FIELDS_FIELD = "fields"
+
+
+@dataclass(frozen=True)
+class EdgeType:
+    """One keyed object type: its message, store kind and the fields users may not update."""
+
+    message: type[Message]
+    # Fields the controller or the resource manager owns (observed state): never in ``fields``.
+    read_only: frozenset[str] = frozenset()
+
+    @property
+    def descriptor(self) -> Descriptor:
+        return self.message.DESCRIPTOR
+
+    @property
+    def name(self) -> str:
+        """The message name users know (``ClusterInst``)."""
+        return self.descriptor.name
+
+    @property
+    def kind(self) -> str:
+        """The store kind (``edgeproto.ClusterInst``)."""
+        return self.descriptor.full_name
+
+    @property
+    def key_field(self) -> FieldDescriptor:
+        return self.descriptor.fields_by_name[KEY_FIELD]
+
+    def key_of(self, obj: Message) -> Message:
+        """The object's key message."""
+        return getattr(obj, KEY_FIELD)
+
+    def store_key(self, obj: Message) -> str:
+        """The store key of ``obj`` (an object of this type)."""
+        return key_string(self.key_of(obj))
+
+    def parse(self, data: bytes) -> Any:
+        return self.message.FromString(data)
+
+    def describe(self, obj: Message) -> str:
+        """``ClusterInst {"cluster_key":...}``: how errors name an object."""
+        return f"{self.name} {self.store_key(obj)}"
+
+
+def key_string(key: Message) -> str:
+    """The stable store key of a key message: its compact, sorted JSON."""
+    value = json_format.MessageToDict(key, preserving_proto_field_name=True)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def is_empty(message: Message) -> bool:
+    """Whether no field of ``message`` is set (an absent key or reference)."""
+    return not message.ListFields()
+
+
+DEVELOPER = EdgeType(developer_pb2.Developer)
+OPERATOR = EdgeType(operator_pb2.Operator)
+FLAVOR = EdgeType(flavor_pb2.Flavor)
+CLUSTER = EdgeType(cluster_pb2.Cluster)
+APP = EdgeType(app_pb2.App)
+CLOUDLET = EdgeType(cloudlet_pb2.Cloudlet)
+CLUSTER_INST = EdgeType(
+    clusterinst_pb2.ClusterInst,
+    read_only=frozenset({"state", "errors", "allocated_ip", "node_flavor", "auto", "liveness"}),
+)
+APP_INST = EdgeType(
+    app_inst_pb2.AppInst,
+    read_only=frozenset(
+        {
+            "state",
+            "errors",
+            "runtime_info",
+            "created_at",
+            "uri",
+            "mapped_ports",
+            "cloudlet_loc",
+            "liveness",
+        }
+    ),
+)
+CLOUDLET_INFO = EdgeType(cloudlet_pb2.CloudletInfo)
+CLUSTER_INST_INFO = EdgeType(clusterinst_pb2.ClusterInstInfo)
+APP_INST_INFO = EdgeType(app_inst_pb2.AppInstInfo)
+CONTROLLER = EdgeType(controller_pb2.Controller)
+NODE = EdgeType(node_pb2.Node)
+CLOUDLET_REFS = EdgeType(refs_pb2.CloudletRefs)
+CLUSTER_REFS = EdgeType(refs_pb2.ClusterRefs)
+
+ALL_TYPES = (
+    DEVELOPER,
+    OPERATOR,
+    FLAVOR,
+    CLUSTER,
+    APP,
+    CLOUDLET,
+    CLUSTER_INST,
+    APP_INST,
+    CLOUDLET_INFO,
+    CLUSTER_INST_INFO,
+    APP_INST_INFO,
+    CONTROLLER,
+    NODE,
+    CLOUDLET_REFS,
+    CLUSTER_REFS,
+)
+BY_NAME = {t.name: t for t in ALL_TYPES}
+BY_KIND = {t.kind: t for t in ALL_TYPES}
+
+# The objects users define (the desired state), in dependency order.
+DESIRED = (FLAVOR, DEVELOPER, OPERATOR, CLUSTER, APP, CLOUDLET, CLUSTER_INST, APP_INST)
+# What the simulated cloudlet resource manager reports, one per tracked object.
+INFO_OF = {
+    CLOUDLET.name: CLOUDLET_INFO,
+    CLUSTER_INST.name: CLUSTER_INST_INFO,
+    APP_INST.name: APP_INST_INFO,
+}

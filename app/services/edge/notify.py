@@ -1,0 +1,207 @@
+"""``NotifyApi.StreamNotice``: the sync protocol between the controller and its DME/CRM peers.
+
+Mapping onto ``Notice``:
+
+1. The peer's first notice must be ``action: VERSION`` (``version`` >= 1). Its ``any`` may carry
+   the peer's ``edgeproto.Node`` (name, type, cloudlet); without one the peer is registered as
+   an ``NODE_UNKNOWN`` node named after its address. ``want_objs`` lists the object types it
+   wants (``"App"`` or ``"edgeproto.App"``; empty: every desired-state type); with
+   ``filter_cloudlet_key`` and a Node naming a cloudlet, only that cloudlet's Cloudlet,
+   ClusterInsts and AppInsts are sent (other types unfiltered).
+2. The server answers ``VERSION`` (``version`` :data:`NOTIFY_VERSION`), then one ``UPDATE`` per
+   stored object (``any`` holds it), in dependency order, then ``SENDALL_END``.
+3. Then every change as it commits: ``UPDATE`` for a created or updated object, ``DELETE`` with
+   the last stored object for a deletion.
+4. Meanwhile the peer may send ``UPDATE``/``DELETE`` notices whose ``any`` is a CloudletInfo,
+   ClusterInstInfo, AppInstInfo or Node; they are stored (``notify_id`` set to the peer's id),
+   or deleted. Anything else is INVALID_ARGUMENT and ends the stream.
+
+The sync lasts while the peer's side is open: when it half-closes (or disconnects) the stream
+ends, and the peer's Node is removed. Over REST (half-duplex NDJSON) a POST of the VERSION notice
+therefore answers VERSION, the objects and SENDALL_END; a WebSocket stays live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import grpc
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
+
+import app.services.edge.kinds as k
+from app.services.edge import presence
+from app.services.edge.records import Rejected, put, remove
+from app.services.edge.resource_manager import dns_name
+from app.services.edge.validation import check_key
+from app.services.status import Violations
+from app.store import EventType, ObjectStore
+
+from edgeproto import node_pb2, notice_pb2
+
+NOTIFY_VERSION = 1
+Code = grpc.StatusCode
+# What peers may report back: the observed state and themselves.
+PEER_TYPES = (k.CLOUDLET_INFO, k.CLUSTER_INST_INFO, k.APP_INST_INFO, k.NODE)
+
+
+def _packed(obj: Message, action: int) -> notice_pb2.Notice:
+    wrapper = any_pb2.Any()
+    wrapper.Pack(obj)
+    return notice_pb2.Notice(action=action, any=wrapper)
+
+
+def _bad(path: str, problem: str) -> Rejected:
+    found = Violations()
+    found.add(path, problem)
+    return Rejected(Code.INVALID_ARGUMENT, f"{path}: {problem}", found.found)
+
+
+def wanted_types(names: list[str]) -> tuple[k.EdgeType, ...]:
+    """The types a peer asks for (every desired-state type when it names none)."""
+    if not names:
+        return k.DESIRED
+    chosen = []
+    for index, name in enumerate(names):
+        kind = k.BY_NAME.get(name.removeprefix("edgeproto."))
+        if kind is None:
+            raise _bad(f"want_objs[{index}]", f"unknown object type {name!r}")
+        chosen.append(kind)
+    return tuple(kind for kind in k.ALL_TYPES if kind in chosen)
+
+
+def _cloudlet_of(obj: Message) -> Message | None:
+    """The cloudlet an object lives on (None for cloudlet-independent types)."""
+    name = obj.DESCRIPTOR.name
+    if name in ("Cloudlet", "CloudletInfo", "CloudletRefs"):
+        return obj.key
+    if name in ("ClusterInst", "ClusterInstInfo", "ClusterRefs"):
+        return obj.key.cloudlet_key
+    if name in ("AppInst", "AppInstInfo"):
+        return obj.key.cluster_inst_key.cloudlet_key
+    return None
+
+
+class NoticeSync:
+    """One peer's sync session."""
+
+    def __init__(self, store: ObjectStore, controller: str, peer: str) -> None:
+        self.store = store
+        self.controller = controller
+        self.peer = peer
+        self.node = node_pb2.Node()
+
+    async def run(
+        self, requests: AsyncIterator[notice_pb2.Notice]
+    ) -> AsyncIterator[notice_pb2.Notice]:
+        """The server's side of the stream."""
+        first = await anext(aiter(requests), None)
+        if first is None:
+            return
+        types, cloudlet = self._hello(first)
+        self.node = await presence.register_node(self.store, self.node, self.controller)
+        try:
+            yield notice_pb2.Notice(action=notice_pb2.VERSION, version=NOTIFY_VERSION)
+            revision = await self.store.current_revision()
+            for kind in types:
+                for record in await self.store.list(kind.kind):
+                    obj = kind.parse(record.data)
+                    if self._selected(obj, cloudlet):
+                        yield _packed(obj, notice_pb2.UPDATE)
+            yield notice_pb2.Notice(action=notice_pb2.SENDALL_END)
+            async for notice in self._follow(requests, types, cloudlet, revision):
+                yield notice
+        finally:
+            await presence.unregister_node(self.store, self.node)
+
+    def _hello(self, first: notice_pb2.Notice) -> tuple[tuple[k.EdgeType, ...], Message | None]:
+        if first.action != notice_pb2.VERSION:
+            raise _bad("action", "the first notice must be VERSION")
+        if first.version < 1:
+            raise _bad("version", "must be at least 1")
+        types = wanted_types(list(first.want_objs))
+        node = node_pb2.Node(
+            key=node_pb2.NodeKey(
+                name=dns_name(self.peer or "peer"), node_type=node_pb2.NODE_UNKNOWN
+            )
+        )
+        if first.HasField("any"):
+            if not first.any.Unpack(node):
+                raise _bad("any", "the VERSION notice may only carry the peer's edgeproto.Node")
+            found = Violations()
+            check_key(k.NODE, node, found)
+            if found:
+                raise _bad(f"any.{found.found[0].field}", found.found[0].description)
+        self.node = node
+        cloudlet = None
+        if first.filter_cloudlet_key and not k.is_empty(node.key.cloudlet_key):
+            cloudlet = node.key.cloudlet_key
+        return types, cloudlet
+
+    @staticmethod
+    def _selected(obj: Message, cloudlet: Message | None) -> bool:
+        if cloudlet is None:
+            return True
+        own = _cloudlet_of(obj)
+        return own is None or own == cloudlet
+
+    async def _follow(
+        self,
+        requests: AsyncIterator[notice_pb2.Notice],
+        types: tuple[k.EdgeType, ...],
+        cloudlet: Message | None,
+        revision: int,
+    ) -> AsyncIterator[notice_pb2.Notice]:
+        by_kind = {kind.kind: kind for kind in types}
+        reader = asyncio.ensure_future(self._absorb(requests))
+        events = self.store.watch(tuple(by_kind), revision)
+        try:
+            while True:
+                upcoming = asyncio.ensure_future(anext(events))
+                await asyncio.wait({upcoming, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if reader.done():
+                    upcoming.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await upcoming
+                    reader.result()  # raises what the peer got wrong
+                    return
+                event = upcoming.result()
+                obj = by_kind[event.kind].parse(event.data)
+                if not self._selected(obj, cloudlet):
+                    continue
+                action = notice_pb2.DELETE if event.type is EventType.DELETED else notice_pb2.UPDATE
+                yield _packed(obj, action)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            await events.aclose()
+
+    async def _absorb(self, requests: AsyncIterator[notice_pb2.Notice]) -> None:
+        """Store what the peer reports, until it half-closes."""
+        async for notice in requests:
+            if notice.action not in (notice_pb2.UPDATE, notice_pb2.DELETE):
+                raise _bad("action", "after VERSION a peer sends only UPDATE or DELETE notices")
+            kind = next((t for t in PEER_TYPES if notice.any.Is(t.descriptor)), None)
+            if kind is None:
+                raise _bad(
+                    "any",
+                    f"a peer may report only {', '.join(t.name for t in PEER_TYPES)}; "
+                    f"got {notice.any.type_url or 'nothing'}",
+                )
+            obj = kind.message()
+            notice.any.Unpack(obj)
+            found = Violations()
+            check_key(kind, obj, found)
+            if found:
+                raise _bad(f"any.{found.found[0].field}", found.found[0].description)
+            if hasattr(obj, "notify_id"):
+                obj.notify_id = self.node.notify_id
+            obj.ClearField(k.FIELDS_FIELD)
+            async with self.store.transaction() as tx:
+                if notice.action == notice_pb2.DELETE:
+                    await remove(tx, kind, kind.key_of(obj))
+                else:
+                    await put(tx, kind, obj)

@@ -1,0 +1,312 @@
+"""Create, Update, Delete and Show for every keyed edge object, written once for all types.
+
+The generic path works from the descriptors (the ``key`` field, the ``fields`` list, field
+numbers); what differs per type lives in small hooks: defaults filled from a parent, resources
+reserved, derived fields (an AppInst's URI and ports), and the resource manager's progress for
+Cloudlet, ClusterInst and AppInst. Behaviour where SPEC is silent:
+
+- Update needs a non-empty ``fields``; an entry naming the key, ``fields`` or a field the
+  controller sets (``state``, ``errors``, ...) is INVALID_ARGUMENT on ``fields[i]``.
+- A missing reference is NOT_FOUND naming the field (``key.developer_key: Developer {...} not
+  found``); deleting a referenced object is FAILED_PRECONDITION naming the referrer.
+- A ClusterInst without a flavor takes its Cluster's default flavor, an AppInst its App's.
+  A ClusterInst with neither ``num_masters`` nor ``num_nodes`` gets one master.
+- Changing a Flavor's size while a ClusterInst or AppInst uses it is FAILED_PRECONDITION (the
+  accounting in CloudletRefs/ClusterRefs was made with the old size).
+- An operation on a Cloudlet/ClusterInst/AppInst that is still being created, updated or
+  deleted is FAILED_PRECONDITION naming its state; deleting one already being deleted follows
+  that deletion. Creating on a parent being deleted is FAILED_PRECONDITION.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+
+import app.services.edge.kinds as k
+from app.services.edge import capacity, references, resource_manager
+from app.services.edge.fields import apply, matches, update_paths
+from app.services.edge.records import Rejected, Writer, load, put
+from app.services.edge.resource_manager import CREATE, DELETE, UPDATE, Progress
+from app.services.edge.validation import check_key, check_object
+from app.services.status import Violations
+from app.sim.clock import Clock
+from app.store import ObjectStore, Transaction
+
+from distributed_match_engine import loc_pb2
+from edgeproto import app_inst_pb2, clusterinst_pb2, common_pb2, refs_pb2
+
+Code = grpc.StatusCode
+PROTECTED = frozenset({k.KEY_FIELD, k.FIELDS_FIELD})
+URI_DOMAIN = "edge.portico.test"
+
+Hook = Callable[[Transaction, Any, Any], Awaitable[None]]
+
+
+def invalid(found: Violations) -> Rejected:
+    summary = "; ".join(f"{v.field}: {v.description}" for v in found.found)
+    return Rejected(Code.INVALID_ARGUMENT, summary, found.found)
+
+
+def without_fields(kind: k.EdgeType, request: Message) -> Any:
+    """A copy of ``request`` without the ``fields`` list (never stored)."""
+    obj = kind.message()
+    obj.CopyFrom(request)
+    obj.ClearField(k.FIELDS_FIELD)
+    return obj
+
+
+class EdgeObjects:
+    """The keyed objects in the store, with references, resources and progress."""
+
+    def __init__(self, store: ObjectStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._before_create: dict[str, Hook] = {
+            k.CLOUDLET.name: self._cloudlet_created,
+            k.CLUSTER_INST.name: self._cluster_inst_created,
+            k.APP_INST.name: self._app_inst_created,
+        }
+        self._before_update: dict[str, Hook] = {
+            k.FLAVOR.name: self._flavor_updated,
+            k.CLUSTER_INST.name: self._cluster_inst_updated,
+            k.APP_INST.name: self._app_inst_updated,
+        }
+
+    # -- the generic operations ----------------------------------------------------------------
+
+    async def create(self, kind: k.EdgeType, request: Message) -> tuple[Progress | None, int]:
+        """Store a new object; its progress (tracked types) and the commit's revision."""
+        obj = without_fields(kind, request)
+        found = Violations()
+        check_object(kind, obj, found)
+        if found:
+            raise invalid(found)
+        progress = None
+        async with self.store.transaction() as tx:
+            if await tx.get(kind.kind, kind.store_key(obj)) is not None:
+                raise Rejected(Code.ALREADY_EXISTS, f"{kind.describe(obj)} already exists")
+            # Defaults come from stored (so already valid) parents.
+            await self._fill_defaults(tx, kind, obj)
+            await self._check_references(tx, kind, obj)
+            hook = self._before_create.get(kind.name)
+            if hook is not None:
+                await hook(tx, None, obj)
+            await tx.create(kind.kind, kind.store_key(obj), obj)
+            if kind in resource_manager.TRACKED:
+                progress = await resource_manager.begin(tx, kind, obj, CREATE, self.clock.now())
+        return progress, tx.revision
+
+    async def update(self, kind: k.EdgeType, request: Message) -> tuple[Progress | None, int]:
+        """Apply the listed ``fields``; the progress if anything changed (tracked types)."""
+        found = Violations()
+        check_key(kind, request, found)
+        paths = update_paths(
+            kind.descriptor,
+            list(getattr(request, k.FIELDS_FIELD)),
+            protected=PROTECTED,
+            read_only=kind.read_only,
+            found=found,
+        )
+        if found:
+            raise invalid(found)
+        progress = None
+        async with self.store.transaction() as tx:
+            old = await self._existing(tx, kind, request)
+            await self._require_settled(tx, kind, old)
+            new = kind.message()
+            new.CopyFrom(old)
+            for path in paths:
+                apply(new, request, path)
+            check_object(kind, new, found)
+            if found:
+                raise invalid(found)
+            if new == old:
+                return None, 0
+            await self._check_references(tx, kind, new)
+            hook = self._before_update.get(kind.name)
+            if hook is not None:
+                await hook(tx, old, new)
+            await tx.update(kind.kind, kind.store_key(new), new)
+            if kind in resource_manager.TRACKED:
+                progress = await resource_manager.begin(tx, kind, new, UPDATE, self.clock.now())
+        return progress, tx.revision
+
+    async def delete(self, kind: k.EdgeType, request: Message) -> tuple[Progress | None, int]:
+        """Delete an unreferenced object (tracked types: start its deletion)."""
+        found = Violations()
+        check_key(kind, request, found)
+        if found:
+            raise invalid(found)
+        async with self.store.transaction() as tx:
+            obj = await self._existing(tx, kind, request)
+            if kind in resource_manager.TRACKED:
+                running = await resource_manager.current(tx, kind, obj)
+                if running is not None and running.action == DELETE:
+                    return running, await self.store.current_revision()
+            await self._require_settled(tx, kind, obj)
+            user = await references.referrer(tx, kind, kind.key_of(obj))
+            if user is not None:
+                raise Rejected(
+                    Code.FAILED_PRECONDITION, f"{kind.describe(obj)} is in use by {user}"
+                )
+            if kind in resource_manager.TRACKED:
+                progress = await resource_manager.begin(tx, kind, obj, DELETE, self.clock.now())
+                return progress, tx.revision
+            await tx.delete(kind.kind, kind.store_key(obj))
+        return None, tx.revision
+
+    async def show(self, kind: k.EdgeType, request: Message) -> list[Any]:
+        """Every stored object matching the request's non-empty fields, in key order."""
+        return [
+            obj
+            for obj in (kind.parse(r.data) for r in await self.store.list(kind.kind))
+            if matches(obj, request, skip=frozenset({k.FIELDS_FIELD}))
+        ]
+
+    # -- shared checks ---------------------------------------------------------------------------
+
+    async def _existing(self, tx: Transaction, kind: k.EdgeType, request: Message) -> Any:
+        obj = await load(tx, kind, kind.key_of(request))
+        if obj is None:
+            raise Rejected(Code.NOT_FOUND, f"{kind.describe(request)} not found")
+        return obj
+
+    async def _check_references(self, tx: Transaction, kind: k.EdgeType, obj: Message) -> None:
+        missing = await references.missing_reference(tx, kind, obj)
+        if missing is not None:
+            raise Rejected(Code.NOT_FOUND, missing)
+
+    async def _require_settled(self, tx: Transaction, kind: k.EdgeType, obj: Message) -> None:
+        """FAILED_PRECONDITION while ``obj`` is being created, updated or deleted."""
+        if kind not in resource_manager.TRACKED:
+            return
+        running = await resource_manager.current(tx, kind, obj)
+        if running is not None:
+            raise Rejected(
+                Code.FAILED_PRECONDITION,
+                f"{kind.describe(obj)} is {common_pb2.TrackedState.Name(running.state)}; "
+                "try again once it is READY",
+            )
+
+    async def _require_not_deleting(self, tx: Writer, kind: k.EdgeType, key: Message) -> None:
+        parent = kind.message(key=key)
+        running = await resource_manager.current(tx, kind, parent)
+        if running is not None and running.action == DELETE:
+            raise Rejected(
+                Code.FAILED_PRECONDITION,
+                f"{kind.describe(parent)} is being deleted "
+                f"({common_pb2.TrackedState.Name(running.state)})",
+            )
+
+    async def _fill_defaults(self, tx: Transaction, kind: k.EdgeType, obj: Any) -> None:
+        if kind is k.CLUSTER_INST:
+            if k.is_empty(obj.flavor):
+                cluster = await load(tx, k.CLUSTER, obj.key.cluster_key)
+                if cluster is not None:
+                    obj.flavor.CopyFrom(cluster.default_flavor)
+            if not obj.num_masters and not obj.num_nodes:
+                obj.num_masters = 1
+        elif kind is k.APP_INST and k.is_empty(obj.flavor):
+            app = await load(tx, k.APP, obj.key.app_key)
+            if app is not None:
+                obj.flavor.CopyFrom(app.default_flavor)
+
+    # -- per-type hooks --------------------------------------------------------------------------
+
+    async def _cloudlet_created(self, tx: Transaction, old: None, obj: Any) -> None:
+        await put(tx, k.CLOUDLET_REFS, refs_pb2.CloudletRefs(key=obj.key))
+
+    async def _cluster_inst_created(
+        self, tx: Transaction, old: None, obj: clusterinst_pb2.ClusterInst
+    ) -> None:
+        if k.is_empty(obj.flavor):
+            raise invalid(_required("flavor", "the Cluster has no default flavor"))
+        await self._require_not_deleting(tx, k.CLOUDLET, obj.key.cloudlet_key)
+        obj.liveness = common_pb2.LIVENESS_STATIC
+        await self._place_cluster_inst(tx, obj)
+        taken = await capacity.cluster_inst_resources(tx, obj)
+        await capacity.reserve_on_cloudlet(tx, obj, taken, adding=True)
+        await put(tx, k.CLUSTER_REFS, refs_pb2.ClusterRefs(key=obj.key))
+
+    async def _place_cluster_inst(self, tx: Transaction, obj: clusterinst_pb2.ClusterInst) -> None:
+        """Pick the cloudlet node flavor that fits the ClusterInst's flavor."""
+        need = await capacity.flavor_resources(tx, obj.flavor)
+        info = await load(tx, k.CLOUDLET_INFO, obj.key.cloudlet_key)
+        node = capacity.node_flavor_for(info, need)
+        if node is None:
+            raise Rejected(
+                Code.RESOURCE_EXHAUSTED,
+                f"no node flavor of Cloudlet {k.key_string(obj.key.cloudlet_key)} fits flavor "
+                f"{obj.flavor.name!r} ({need.ram} MB RAM, {need.vcpus} vCPUs, {need.disk} GB)",
+            )
+        obj.node_flavor = node.name
+
+    async def _cluster_inst_updated(
+        self, tx: Transaction, old: clusterinst_pb2.ClusterInst, new: clusterinst_pb2.ClusterInst
+    ) -> None:
+        before = await capacity.cluster_inst_resources(tx, old)
+        after = await capacity.cluster_inst_resources(tx, new)
+        if before == after:
+            return
+        await self._place_cluster_inst(tx, new)
+        await capacity.check_cluster_fits_apps(tx, new, after)
+        await capacity.reserve_on_cloudlet(tx, new, after - before, adding=False)
+
+    async def _app_inst_created(
+        self, tx: Transaction, old: None, obj: app_inst_pb2.AppInst
+    ) -> None:
+        if k.is_empty(obj.flavor):
+            raise invalid(_required("flavor", "the App has no default flavor"))
+        key = obj.key
+        await self._require_not_deleting(tx, k.CLUSTER_INST, key.cluster_inst_key)
+        app = await load(tx, k.APP, key.app_key)
+        cloudlet = await load(tx, k.CLOUDLET, key.cluster_inst_key.cloudlet_key)
+        obj.liveness = common_pb2.LIVENESS_STATIC
+        obj.uri = ".".join(
+            resource_manager.dns_name(part)
+            for part in (
+                key.cluster_inst_key.cloudlet_key.name,
+                key.cluster_inst_key.cloudlet_key.operator_key.name,
+            )
+        )
+        obj.uri += f".{URI_DOMAIN}"
+        del obj.mapped_ports[:]
+        obj.mapped_ports.extend(resource_manager.mapped_ports(app.access_ports))
+        if cloudlet is not None and cloudlet.HasField("location"):
+            obj.cloudlet_loc.CopyFrom(cloudlet.location)
+        else:
+            obj.cloudlet_loc.CopyFrom(loc_pb2.Loc())
+        at = self.clock.time_of(self.clock.now())
+        obj.created_at.seconds = int(at.timestamp())
+        taken = await capacity.flavor_resources(tx, obj.flavor)
+        await capacity.reserve_on_cluster(tx, obj, taken, adding=True)
+
+    async def _app_inst_updated(
+        self, tx: Transaction, old: app_inst_pb2.AppInst, new: app_inst_pb2.AppInst
+    ) -> None:
+        before = await capacity.flavor_resources(tx, old.flavor)
+        after = await capacity.flavor_resources(tx, new.flavor)
+        if before != after:
+            await capacity.reserve_on_cluster(tx, new, after - before, adding=False)
+
+    async def _flavor_updated(self, tx: Transaction, old: Any, new: Any) -> None:
+        if capacity.of_flavor(old) == capacity.of_flavor(new):
+            return
+        user = await references.referrer(
+            tx, k.FLAVOR, new.key, sources=(k.CLUSTER_INST, k.APP_INST)
+        )
+        if user is not None:
+            raise Rejected(
+                Code.FAILED_PRECONDITION,
+                f"cannot resize {k.FLAVOR.describe(new)}: it is in use by {user}",
+            )
+
+
+def _required(path: str, why: str) -> Violations:
+    found = Violations()
+    found.add(path, f"is required ({why})")
+    return found

@@ -23,7 +23,6 @@ Errors::
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -31,6 +30,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 import gen  # noqa: F401  (puts the generated packages on the import path)
+from app.sim.seeded import digest, unit_interval
 
 from cnct.kaas.api import api_pb2
 
@@ -104,18 +104,9 @@ _DEPLOYMENT_FAULTS = (
 )
 
 
-def _digest(*parts: object) -> bytes:
-    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-
-
-def _unit_interval(*parts: object) -> float:
-    """A number in [0, 1) fixed by ``parts``: the simulation's only source of variation."""
-    return int.from_bytes(_digest(*parts)[:8], "big") / 2**64
-
-
 def system_id_for(cluster: str, pool: str, index: int) -> str:
     """The 6-character MaaS system id of a cluster's pool machine; stable across restarts."""
-    number = int.from_bytes(_digest("system-id", cluster, pool, index)[:8], "big")
+    number = int.from_bytes(digest("system-id", cluster, pool, index)[:8], "big")
     chars = []
     for _ in range(6):
         number, digit = divmod(number, 36)
@@ -236,11 +227,11 @@ class FaultInjection:
 
     def fails(self, system_id: str) -> bool:
         """Whether the machine with this system id fails its deployment."""
-        return _unit_interval("fault", self.seed, system_id) < self.failure_ratio
+        return unit_interval("fault", self.seed, system_id) < self.failure_ratio
 
     def reason(self, system_id: str) -> str:
         """Why the machine failed, chosen deterministically."""
-        pick = int(_unit_interval("fault-reason", self.seed, system_id) * len(_DEPLOYMENT_FAULTS))
+        pick = int(unit_interval("fault-reason", self.seed, system_id) * len(_DEPLOYMENT_FAULTS))
         return _DEPLOYMENT_FAULTS[pick]
 
 
@@ -386,7 +377,7 @@ class SimulatedMachineProvider:
                 return t.allocate_steps
             case Phase.DEPLOYING:
                 jitter = int(
-                    _unit_interval("deploy-jitter", machine.system_id) * (t.deploy_jitter_steps + 1)
+                    unit_interval("deploy-jitter", machine.system_id) * (t.deploy_jitter_steps + 1)
                 )
                 return t.deploy_steps + jitter
             case Phase.JOINING:

@@ -60,6 +60,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 import gen  # noqa: F401  (puts the generated packages on the import path)
 from app.sim.clock import Clock
+from app.sim.seeded import digest, unit_interval
 
 from resources.stats import stats_pb2
 
@@ -100,15 +101,6 @@ _CRASH_CAUSES = (
     "heartbeat_map is_healthy timed out; the daemon aborted itself",
     "OOMKilled: the container reached its memory limit",
 )
-
-
-def _digest(*parts: object) -> bytes:
-    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-
-
-def _unit_interval(*parts: object) -> float:
-    """A number in [0, 1) fixed by ``parts``: the simulation's only source of variation."""
-    return int.from_bytes(_digest(*parts)[:8], "big") / 2**64
 
 
 @dataclass(frozen=True)
@@ -183,7 +175,7 @@ class StorageSpec:
     @property
     def fsid(self) -> str:
         """The cluster's Ceph fsid, a UUID fixed by the seed."""
-        return str(uuid.UUID(bytes=_digest("fsid", self.seed)[:16], version=4))
+        return str(uuid.UUID(bytes=digest("fsid", self.seed)[:16], version=4))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
@@ -258,14 +250,14 @@ class _WindowPlan:
 def _outage(
     spec: StorageSpec, subject: str, window: int, chance: float, shortest: int, longest: int
 ) -> Interval | None:
-    if _unit_interval("outage", spec.seed, subject, window) >= chance:
+    if unit_interval("outage", spec.seed, subject, window) >= chance:
         return None
     length = shortest + int(
-        _unit_interval("length", spec.seed, subject, window) * (longest - shortest + 1)
+        unit_interval("length", spec.seed, subject, window) * (longest - shortest + 1)
     )
     room = spec.outage_window_steps - length
     start = window * spec.outage_window_steps + int(
-        _unit_interval("start", spec.seed, subject, window) * room
+        unit_interval("start", spec.seed, subject, window) * room
     )
     return (start, start + length)
 
@@ -304,7 +296,7 @@ def _window_plan(spec: StorageSpec, window: int) -> _WindowPlan:
         _merge((reboots[d.node], crash)) for d, crash in zip(daemons, crashes, strict=True)
     )
     causes = tuple(
-        _CRASH_CAUSES[int(_unit_interval("cause", spec.seed, d.id, window) * len(_CRASH_CAUSES))]
+        _CRASH_CAUSES[int(unit_interval("cause", spec.seed, d.id, window) * len(_CRASH_CAUSES))]
         for d in daemons
     )
     down_steps = sum(end - start for intervals in down for start, end in intervals)

@@ -7,7 +7,6 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY gen ./gen
-COPY static ./static
 RUN /opt/portico/bin/pip install --no-cache-dir /src
 
 # Runtime stage: the virtualenv only, run as an unprivileged user.

@@ -9,14 +9,15 @@ read of a stored cluster, (c) cluster creation, (d) the RPC of (a) over gRPC fro
 client, (e) a bare Starlette route returning the same bytes, served the same way. With one
 worker the server is pinned to core 0 and the load generator to core 1. It also measures server
 start time, RSS per worker after warm-up, and SSE subscribers of ``ListenEvents``: time to first
-byte and the delay from a change to each subscriber's copy of its event. Every process it starts
-is stopped at the end, whatever happens.
+byte and the delay from a change (ten a second, each delivered to every subscriber) to each
+subscriber's copy of its event. Every process it starts is stopped at the end, whatever happens.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -38,6 +39,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "bench-password"
 CONNECTIONS = 64
+SSE_CHANGES_PER_SECOND = 10
 CLUSTER = {
     "k8s_version": "",  # filled from the server's offer
     "control_plane_nodes": {"count": 1, "instanceType": "standard"},
@@ -242,17 +244,18 @@ def sse(
     )  # fmt: skip
     time.sleep(min(3.0, seconds / 3))  # let the subscriptions open before changes start
     changes: dict[tuple[str, str], list[float]] = {}
+    toggles = itertools.cycle(
+        (instance_id, verb, event)
+        for verb, event in (("stop", "EVENT_TYPE_POD_EXITED"), ("start", "EVENT_TYPE_POD_PREPARED"))
+        for instance_id in ids
+    )
     until = time.time() + seconds / 2
-    while time.time() < until:
-        for instance_id in ids:
-            for verb, event in (
-                ("stop", "EVENT_TYPE_POD_EXITED"),
-                ("start", "EVENT_TYPE_POD_PREPARED"),
-            ):
-                at = time.time()
-                if client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={}).is_success:
-                    changes.setdefault((instance_id, event), []).append(at)
-        time.sleep(0.05)
+    while (at := time.time()) < until:
+        instance_id, verb, event = next(toggles)
+        if client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={}).is_success:
+            changes.setdefault((instance_id, event), []).append(at)
+        # Paced: SSE_CHANGES_PER_SECOND changes, each one delivered to every subscriber.
+        time.sleep(max(0.0, at + 1 / SSE_CHANGES_PER_SECOND - time.time()))
     out, _ = listener.communicate(timeout=seconds + 60)
     client.close()
     result = json.loads(out)
@@ -270,6 +273,7 @@ def sse(
         "events_received": len(delays),
         "event_p50_ms": _percentile(delays, 0.5) * 1000,
         "event_p99_ms": _percentile(delays, 0.99) * 1000,
+        "changes_per_second": SSE_CHANGES_PER_SECOND,
     }
 
 
@@ -373,7 +377,8 @@ def table(results: dict[str, Any]) -> str:
                     f"| {workers} | SSE {value['subscribers']} subscribers | TTFB p50 "
                     f"{value['ttfb_p50_ms']:.1f} ms, p99 {value['ttfb_p99_ms']:.1f} ms; event "
                     f"p50 {value['event_p50_ms']:.1f} ms, p99 {value['event_p99_ms']:.1f} ms "
-                    f"({value['events_received']} deliveries) |"
+                    f"({value['events_received']} deliveries of "
+                    f"{value['changes_per_second']} changes/s) |"
                 )
     return "\n".join(lines)
 

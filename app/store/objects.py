@@ -44,7 +44,9 @@ from app.store.watch import (
 )
 
 DEFAULT_COMPACTION_AGE = timedelta(days=1)
-DEFAULT_POLL_INTERVAL = 0.25
+# Other processes' writes are noticed by polling the log's head this often (only while someone
+# watches): a cheap query, and the floor of cross-worker stream latency.
+DEFAULT_POLL_INTERVAL = 0.05
 
 _objects = StoredObject.__table__
 _log = EventLogEntry.__table__

@@ -125,10 +125,16 @@ class RevisionFeed:
                     self._tail_read = None
         if after < self._tail_from:
             return None
-        events = [
-            e for e in self._tail if e.revision > after and (kinds is None or e.kind in kinds)
-        ]
-        return events, self._tail_to
+        # Walk back from the newest: a follower usually wants the last event or two, and a
+        # thousand of them must not each scan the whole tail.
+        newer: list[Event] = []
+        for event in reversed(self._tail):
+            if event.revision <= after:
+                break
+            if kinds is None or event.kind in kinds:
+                newer.append(event)
+        newer.reverse()
+        return newer, self._tail_to
 
     def forget_through(self, revision: int) -> None:
         """Drop remembered events up to ``revision`` (compacted away): a watch from before it

@@ -244,15 +244,18 @@ def sse(
     )  # fmt: skip
     time.sleep(min(3.0, seconds / 3))  # let the subscriptions open before changes start
     changes: dict[tuple[str, str], list[float]] = {}
+    # Only Start's event is written by the call itself (POD_PREPARED, on STARTING); a Stop's
+    # POD_EXITED comes later, when the simulated runtime reaches STOPPED, so it is not timed.
     toggles = itertools.cycle(
         (instance_id, verb, event)
-        for verb, event in (("stop", "EVENT_TYPE_POD_EXITED"), ("start", "EVENT_TYPE_POD_PREPARED"))
+        for verb, event in (("stop", ""), ("start", "EVENT_TYPE_POD_PREPARED"))
         for instance_id in ids
     )
     until = time.time() + seconds / 2
     while (at := time.time()) < until:
         instance_id, verb, event = next(toggles)
-        if client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={}).is_success:
+        done = client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={}).is_success
+        if done and event:
             changes.setdefault((instance_id, event), []).append(at)
         # Paced: SSE_CHANGES_PER_SECOND changes, each one delivered to every subscriber.
         time.sleep(max(0.0, at + 1 / SSE_CHANGES_PER_SECOND - time.time()))

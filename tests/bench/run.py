@@ -169,8 +169,6 @@ def portico(processes: Processes, workers: int, data_dir: Path) -> Iterator[Serv
         "PORTICO_HTTP_PORT": str(http_port),
         "PORTICO_GRPC_PORT": str(grpc_port),
         "PORTICO_WORKERS": str(workers),
-        # Quick simulated transitions, so the SSE producer can toggle instances often.
-        "PORTICO_SIM_STEP_SECONDS": "0.1",
     }
     started = time.perf_counter()
     process = processes.start(
@@ -234,7 +232,8 @@ def sse(
     """TTFB and per-event delay of ``subscribers`` SSE subscriptions while instances change."""
     headers = {"authorization": f"Bearer {server.token}"}
     client = httpx.Client(base_url=server.http, headers=headers, timeout=30)
-    ids = [create_instance(client, f"sse-{subscribers}-{i}") for i in range(4)]
+    # Enough instances that each has stopped (one simulated step, 1 s) before it is started again.
+    ids = [create_instance(client, f"sse-{subscribers}-{i}") for i in range(12)]
     host, port = server.http.removeprefix("http://").split(":")
     listener = processes.start(
         [sys.executable, "-m", "tests.bench.sse_load", host, port, server.token,

@@ -46,6 +46,28 @@ class Violations:
     def __bool__(self) -> bool:
         return bool(self.found)
 
+    def summary(self) -> str:
+        """Every problem on one line, ``field: problem; ...``."""
+        return "; ".join(f"{v.field}: {v.description}" for v in self.found)
+
+
+class Rejected(Exception):
+    """A request refused after looking at it or at the stored state (a transaction it is
+    raised in rolls back); ``code`` is the gRPC status the servicer answers with."""
+
+    def __init__(
+        self, code: grpc.StatusCode, message: str, violations: Iterable[Violation] = ()
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.violations = tuple(violations)
+
+    @classmethod
+    def invalid(cls, violations: Violations) -> Rejected:
+        """INVALID_ARGUMENT naming every wrong field."""
+        return cls(grpc.StatusCode.INVALID_ARGUMENT, violations.summary(), violations.found)
+
 
 def rich_status(
     code: grpc.StatusCode,
@@ -92,10 +114,14 @@ async def abort(
 
 async def abort_invalid(context: grpc.aio.ServicerContext, violations: Violations) -> NoReturn:
     """End the RPC with INVALID_ARGUMENT naming every wrong field."""
-    summary = "; ".join(f"{v.field}: {v.description}" for v in violations.found)
-    await abort(context, grpc.StatusCode.INVALID_ARGUMENT, summary, violations.found)
+    await abort(context, grpc.StatusCode.INVALID_ARGUMENT, violations.summary(), violations.found)
 
 
 async def abort_store_error(context: grpc.aio.ServicerContext, error: StoreError) -> NoReturn:
     """End the RPC with the status the store error stands for (NOT_FOUND, ABORTED, ...)."""
     await abort(context, error.code, str(error))
+
+
+async def abort_rejected(context: grpc.aio.ServicerContext, rejected: Rejected) -> NoReturn:
+    """End the RPC with the refusal's status, message and field violations."""
+    await abort(context, rejected.code, rejected.message, rejected.violations)

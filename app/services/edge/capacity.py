@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import grpc
 
 import app.services.edge.kinds as k
-from app.services.edge.records import Reader, Rejected, Writer, load, put
+from app.services.edge.records import Reader, Writer, load, put
+from app.services.status import Rejected
 
 from edgeproto import (
     app_inst_pb2,

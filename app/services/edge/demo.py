@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 
 import app.services.edge.kinds as k
 from app.services.edge.objects import EdgeObjects
-from app.services.edge.records import DEMO_MARKER, Rejected
+from app.services.edge.records import DEMO_MARKER
+from app.services.status import Rejected
 
 from distributed_match_engine import loc_pb2
 from edgeproto import (

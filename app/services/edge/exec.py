@@ -16,9 +16,9 @@ import hashlib
 import grpc
 
 import app.services.edge.kinds as k
-from app.services.edge.records import Reader, Rejected, load
+from app.services.edge.records import Reader, load
 from app.services.edge.validation import check_app_inst_key
-from app.services.status import Violations
+from app.services.status import Rejected, Violations
 
 from edgeproto import common_pb2, exec_pb2
 
@@ -43,8 +43,7 @@ async def run_command(reader: Reader, request: exec_pb2.ExecRequest) -> exec_pb2
     check_app_inst_key(found, request.app_inst_key, "app_inst_key")
     found.check(bool(request.command.strip()), "command", "is required")
     if found:
-        summary = "; ".join(f"{v.field}: {v.description}" for v in found.found)
-        raise Rejected(Code.INVALID_ARGUMENT, summary, found.found)
+        raise Rejected.invalid(found)
     inst = await load(reader, k.APP_INST, request.app_inst_key)
     if inst is None:
         raise Rejected(Code.NOT_FOUND, f"AppInst {k.key_string(request.app_inst_key)} not found")

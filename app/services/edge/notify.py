@@ -33,10 +33,10 @@ from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
 from app.services.edge import presence
-from app.services.edge.records import Rejected, put, remove
+from app.services.edge.records import put, remove
 from app.services.edge.resource_manager import dns_name
 from app.services.edge.validation import check_key
-from app.services.status import Violations
+from app.services.status import Rejected, Violations
 from app.store import EventType, ObjectStore
 
 from edgeproto import node_pb2, notice_pb2

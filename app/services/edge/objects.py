@@ -29,10 +29,10 @@ from google.protobuf.message import Message
 import app.services.edge.kinds as k
 from app.services.edge import capacity, references, resource_manager
 from app.services.edge.fields import apply, matches, update_paths
-from app.services.edge.records import Rejected, Writer, load, put
+from app.services.edge.records import Writer, load, put
 from app.services.edge.resource_manager import CREATE, DELETE, UPDATE, Progress
 from app.services.edge.validation import check_key, check_object
-from app.services.status import Violations
+from app.services.status import Rejected, Violations
 from app.sim.clock import Clock
 from app.store import ObjectStore, Transaction
 
@@ -44,11 +44,6 @@ PROTECTED = frozenset({k.KEY_FIELD, k.FIELDS_FIELD})
 URI_DOMAIN = "edge.portico.test"
 
 Hook = Callable[[Transaction, Any, Any], Awaitable[None]]
-
-
-def invalid(found: Violations) -> Rejected:
-    summary = "; ".join(f"{v.field}: {v.description}" for v in found.found)
-    return Rejected(Code.INVALID_ARGUMENT, summary, found.found)
 
 
 def without_fields(kind: k.EdgeType, request: Message) -> Any:
@@ -84,7 +79,7 @@ class EdgeObjects:
         found = Violations()
         check_object(kind, obj, found)
         if found:
-            raise invalid(found)
+            raise Rejected.invalid(found)
         progress = None
         async with self.store.transaction() as tx:
             if await tx.get(kind.kind, kind.store_key(obj)) is not None:
@@ -112,7 +107,7 @@ class EdgeObjects:
             found=found,
         )
         if found:
-            raise invalid(found)
+            raise Rejected.invalid(found)
         progress = None
         async with self.store.transaction() as tx:
             old = await self._existing(tx, kind, request)
@@ -123,7 +118,7 @@ class EdgeObjects:
                 apply(new, request, path)
             check_object(kind, new, found)
             if found:
-                raise invalid(found)
+                raise Rejected.invalid(found)
             if new == old:
                 return None, 0
             await self._check_references(tx, kind, new)
@@ -140,7 +135,7 @@ class EdgeObjects:
         found = Violations()
         check_key(kind, request, found)
         if found:
-            raise invalid(found)
+            raise Rejected.invalid(found)
         async with self.store.transaction() as tx:
             obj = await self._existing(tx, kind, request)
             if kind in resource_manager.TRACKED:
@@ -224,7 +219,7 @@ class EdgeObjects:
         self, tx: Transaction, old: None, obj: clusterinst_pb2.ClusterInst
     ) -> None:
         if k.is_empty(obj.flavor):
-            raise invalid(_required("flavor", "the Cluster has no default flavor"))
+            raise Rejected.invalid(_required("flavor", "the Cluster has no default flavor"))
         await self._require_not_deleting(tx, k.CLOUDLET, obj.key.cloudlet_key)
         obj.liveness = common_pb2.LIVENESS_STATIC
         await self._place_cluster_inst(tx, obj)
@@ -260,7 +255,7 @@ class EdgeObjects:
         self, tx: Transaction, old: None, obj: app_inst_pb2.AppInst
     ) -> None:
         if k.is_empty(obj.flavor):
-            raise invalid(_required("flavor", "the App has no default flavor"))
+            raise Rejected.invalid(_required("flavor", "the App has no default flavor"))
         key = obj.key
         await self._require_not_deleting(tx, k.CLUSTER_INST, key.cluster_inst_key)
         app = await load(tx, k.APP, key.app_key)

@@ -13,32 +13,17 @@ Besides the ``edgeproto.*`` kinds (see :mod:`~app.services.edge.kinds`), three i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
-import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.services.status import Violation
 from app.store import Record
 
 PROGRESS = "edge.progress"
 CONTROLLER_LEASE = "edge.controller_lease"
 NODE_CONTROLLER = "edge.node_controller"
 DEMO_MARKER = ("edge.demo", "seeded")
-
-
-class Rejected(Exception):
-    """A request refused after looking at it or at the stored state; rolls back its writes."""
-
-    def __init__(
-        self, code: grpc.StatusCode, message: str, violations: Sequence[Violation] = ()
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.violations = tuple(violations)
 
 
 class Reader(Protocol):

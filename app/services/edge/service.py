@@ -25,11 +25,11 @@ import app.services.edge.kinds as k
 from app.services.edge import exec as edge_exec
 from app.services.edge import metrics, presence
 from app.services.edge.notify import NoticeSync
-from app.services.edge.objects import EdgeObjects, invalid, without_fields
-from app.services.edge.records import Rejected, put
+from app.services.edge.objects import EdgeObjects, without_fields
+from app.services.edge.records import put
 from app.services.edge.resource_manager import follow
 from app.services.edge.validation import check_key
-from app.services.status import Violations, abort, abort_store_error
+from app.services.status import Rejected, Violations, abort_rejected, abort_store_error
 from app.store import StoreError
 
 from edgeproto import (
@@ -90,7 +90,7 @@ def _unary(fn: Unary) -> Callable[..., Awaitable[Message]]:
         try:
             return await fn(request)
         except Rejected as rejected:
-            await abort(context, rejected.code, rejected.message, rejected.violations)
+            await abort_rejected(context, rejected)
         except StoreError as error:
             await abort_store_error(context, error)
 
@@ -106,7 +106,7 @@ def _streaming(fn: Streaming) -> Callable[..., AsyncIterator[Message]]:
                 async for reply in replies:
                     yield reply
         except Rejected as rejected:
-            await abort(context, rejected.code, rejected.message, rejected.violations)
+            await abort_rejected(context, rejected)
         except StoreError as error:
             await abort_store_error(context, error)
 
@@ -202,7 +202,7 @@ class EdgeApis:
         found = Violations()
         check_key(k.CLOUDLET_INFO, info, found)
         if found:
-            raise invalid(found)
+            raise Rejected.invalid(found)
         async with self.store.transaction() as tx:
             await put(tx, k.CLOUDLET_INFO, info)
         return result_pb2.Result(message="Injected")
@@ -211,7 +211,7 @@ class EdgeApis:
         found = Violations()
         check_key(k.CLOUDLET_INFO, request, found)
         if found:
-            raise invalid(found)
+            raise Rejected.invalid(found)
         async with self.store.transaction() as tx:
             key = k.CLOUDLET_INFO.store_key(request)
             if await tx.get(k.CLOUDLET_INFO.kind, key) is None:
@@ -271,7 +271,7 @@ class EdgeApis:
                     async for notice in notices:
                         yield notice
             except Rejected as rejected:
-                await abort(context, rejected.code, rejected.message, rejected.violations)
+                await abort_rejected(context, rejected)
             except StoreError as error:
                 await abort_store_error(context, error)
 

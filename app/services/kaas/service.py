@@ -48,25 +48,21 @@ from app.services.kaas.records import (
     sorted_machines,
 )
 from app.services.kaas.versions import upgrade_targets
-from app.services.status import Violation, Violations, abort, abort_invalid, abort_store_error
+from app.services.status import (
+    Rejected,
+    Violation,
+    Violations,
+    abort,
+    abort_invalid,
+    abort_rejected,
+    abort_store_error,
+)
 from app.sim.machines import MachineProvider
 from app.store import ObjectStore, Record, StoreError, Transaction
 
 from cnct.kaas.api import api_pb2, api_pb2_grpc
 
 Code = grpc.StatusCode
-
-
-class Rejected(Exception):
-    """A request refused after looking at the stored state; rolls its transaction back."""
-
-    def __init__(
-        self, code: grpc.StatusCode, message: str, violations: Sequence[Violation] = ()
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.violations = violations
 
 
 def _state_name(status: int) -> str:
@@ -326,7 +322,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
             async with self.store.transaction() as tx:
                 await change(tx)
         except Rejected as rejected:
-            await abort(context, rejected.code, rejected.message, rejected.violations)
+            await abort_rejected(context, rejected)
         except StoreError as error:
             await abort_store_error(context, error)
 

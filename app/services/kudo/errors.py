@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import grpc
+from app.services.status import Rejected
 
 
-class SchedulerError(Exception):
+class SchedulerError(Rejected):
     """A request the scheduler refuses; ``code`` is the gRPC status, the message says why."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message

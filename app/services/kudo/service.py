@@ -34,7 +34,7 @@ from app.services.kudo import instances, nodes
 from app.services.kudo.certificates import InvalidCertificate
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.validation import instance_violations
-from app.services.status import Violations, abort, abort_invalid, abort_store_error
+from app.services.status import Violations, abort_invalid, abort_rejected, abort_store_error
 from app.sim.clock import Clock
 from app.store import ObjectStore, StoreError
 
@@ -44,7 +44,7 @@ from scheduler import scheduler_pb2_grpc as pb_grpc
 
 async def _refuse(context: grpc.aio.ServicerContext, error: Exception) -> None:
     if isinstance(error, SchedulerError):
-        await abort(context, error.code, error.message)
+        await abort_rejected(context, error)
     if isinstance(error, StoreError):
         await abort_store_error(context, error)
     raise error

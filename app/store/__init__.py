@@ -17,7 +17,7 @@ from app.store.errors import (
     Unavailable,
 )
 from app.store.leader import LeaderElection
-from app.store.objects import ObjectStore, Record, Transaction
+from app.store.objects import ObjectStore, Reader, Record, Transaction, Writer
 from app.store.tables import SCHEMA_VERSION, Account, RevokedToken
 from app.store.watch import Event, EventType
 
@@ -32,12 +32,14 @@ __all__ = [
     "NotFound",
     "ObjectStore",
     "OutOfRange",
+    "Reader",
     "Record",
     "RevokedToken",
     "SchemaTooNew",
     "StoreError",
     "Transaction",
     "Unavailable",
+    "Writer",
     "create_store_engine",
     "normalize_url",
 ]

@@ -228,6 +228,24 @@ def compact_log(conn: Connection, cutoff: datetime) -> int:
 # --- the async API -------------------------------------------------------------------------
 
 
+class Reader(Protocol):
+    """What reading code needs: the store itself or a transaction."""
+
+    async def get(self, kind: str, key: str) -> Record | None: ...
+
+    async def list(self, kind: str, prefix: str = "") -> list[Record]: ...
+
+
+class Writer(Reader, Protocol):
+    """What writing code needs: a transaction (or the store, one write at a time)."""
+
+    async def create(self, kind: str, key: str, data: bytes | Message) -> Record: ...
+
+    async def update(self, kind: str, key: str, data: bytes | Message) -> Record: ...
+
+    async def delete(self, kind: str, key: str) -> Record: ...
+
+
 class Transaction:
     """Reads and writes applied atomically: all of them commit, or none does.
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import grpc
 
 import app.services.edge.kinds as k
-from app.services.edge.records import Reader, Writer, load, put
+from app.services.edge.records import load, put
 from app.services.status import Rejected
+from app.store import Reader, Writer
 
 from edgeproto import (
     app_inst_pb2,

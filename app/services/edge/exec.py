@@ -16,9 +16,10 @@ import hashlib
 import grpc
 
 import app.services.edge.kinds as k
-from app.services.edge.records import Reader, load
+from app.services.edge.records import load
 from app.services.edge.validation import check_app_inst_key
 from app.services.status import Rejected, Violations
+from app.store import Reader
 
 from edgeproto import common_pb2, exec_pb2
 

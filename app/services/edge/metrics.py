@@ -15,7 +15,8 @@ from __future__ import annotations
 import app.services.edge.kinds as k
 from app.services.edge import capacity
 from app.services.edge.fields import matches
-from app.services.edge.records import Reader, load_all
+from app.services.edge.records import load_all
+from app.store import Reader
 
 from edgeproto import app_inst_pb2, cloudlet_pb2, common_pb2
 

@@ -29,12 +29,12 @@ from google.protobuf.message import Message
 import app.services.edge.kinds as k
 from app.services.edge import capacity, references, resource_manager
 from app.services.edge.fields import apply, matches, update_paths
-from app.services.edge.records import Writer, load, put
+from app.services.edge.records import load, put
 from app.services.edge.resource_manager import CREATE, DELETE, UPDATE, Progress
 from app.services.edge.validation import check_key, check_object
 from app.services.status import Rejected, Violations
 from app.sim.clock import Clock
-from app.store import ObjectStore, Transaction
+from app.store import ObjectStore, Transaction, Writer
 
 from distributed_match_engine import loc_pb2
 from edgeproto import app_inst_pb2, clusterinst_pb2, common_pb2, refs_pb2

@@ -22,8 +22,8 @@ from google.protobuf import timestamp_pb2
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.services.edge.records import CONTROLLER_LEASE, NODE_CONTROLLER, Reader, Writer, put
-from app.store import NotFound, ObjectStore, StoreError
+from app.services.edge.records import CONTROLLER_LEASE, NODE_CONTROLLER, put
+from app.store import NotFound, ObjectStore, Reader, StoreError, Writer
 
 from edgeproto import controller_pb2, node_pb2
 

@@ -13,35 +13,17 @@ Besides the ``edgeproto.*`` kinds (see :mod:`~app.services.edge.kinds`), three i
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.store import Record
+from app.store import Reader, Writer
 
 PROGRESS = "edge.progress"
 CONTROLLER_LEASE = "edge.controller_lease"
 NODE_CONTROLLER = "edge.node_controller"
 DEMO_MARKER = ("edge.demo", "seeded")
-
-
-class Reader(Protocol):
-    """The store itself or a transaction."""
-
-    async def get(self, kind: str, key: str) -> Record | None: ...
-
-    async def list(self, kind: str, prefix: str = "") -> list[Record]: ...
-
-
-class Writer(Reader, Protocol):
-    """A transaction."""
-
-    async def create(self, kind: str, key: str, data: Any) -> Record: ...
-
-    async def update(self, kind: str, key: str, data: Any) -> Record: ...
-
-    async def delete(self, kind: str, key: str) -> Record: ...
 
 
 async def load(reader: Reader, kind: k.EdgeType, key: Message) -> Any | None:

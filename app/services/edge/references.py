@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.services.edge.records import Reader
+from app.store import Reader
 
 from edgeproto import developer_pb2
 

@@ -30,9 +30,9 @@ from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
 from app.services.edge import capacity
-from app.services.edge.records import PROGRESS, Reader, Writer, load, progress_key, put, remove
+from app.services.edge.records import PROGRESS, load, progress_key, put, remove
 from app.sim.clock import Clock
-from app.store import EventType, ObjectStore, Transaction
+from app.store import EventType, ObjectStore, Reader, Transaction, Writer
 
 from distributed_match_engine import appcommon_pb2
 from edgeproto import app_inst_pb2, cloudlet_pb2, clusterinst_pb2, common_pb2, result_pb2

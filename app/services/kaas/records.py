@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 from google.protobuf import struct_pb2, wrappers_pb2
 
 import gen  # noqa: F401
 from app.services.plain_data import from_struct, to_struct
 from app.sim.machines import Machine, MachineRequest, Role
-from app.store import Record
+from app.store import Reader, Record, Writer
 
 from cnct.kaas.api import api_pb2
 
@@ -38,22 +37,6 @@ RESERVATION = ("kaas.reservation", "machines")
 CONTROL_PLANE_POOL = "control-plane"
 
 Slot = tuple[str, int]  # (pool, index)
-
-
-class Reader(Protocol):
-    """What loading needs: the store itself or a transaction."""
-
-    async def get(self, kind: str, key: str) -> Record | None: ...
-
-    async def list(self, kind: str, prefix: str = "") -> list[Record]: ...
-
-
-class Writer(Reader, Protocol):
-    """A transaction."""
-
-    async def create(self, kind: str, key: str, data: object) -> Record: ...
-
-    async def update(self, kind: str, key: str, data: object) -> Record: ...
 
 
 async def reserved_machines(tx: Reader) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 import gen  # noqa: F401
@@ -58,10 +58,6 @@ class EdgeType:
     def kind(self) -> str:
         """The store kind (``edgeproto.ClusterInst``)."""
         return self.descriptor.full_name
-
-    @property
-    def key_field(self) -> FieldDescriptor:
-        return self.descriptor.fields_by_name[KEY_FIELD]
 
     def key_of(self, obj: Message) -> Message:
         """The object's key message."""

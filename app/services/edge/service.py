@@ -276,11 +276,3 @@ class EdgeApis:
                 await abort_store_error(context, error)
 
         return StreamNotice
-
-
-def edge_service_names() -> list[str]:
-    """Full names of every ``edgeproto`` service."""
-    names: list[str] = []
-    for messages, _ in MODULES:
-        names.extend(s.full_name for s in messages.DESCRIPTOR.services_by_name.values())
-    return names

@@ -57,11 +57,6 @@ def _node_id(certificate: x509.Certificate) -> str:
     return node_id
 
 
-def node_id_from_pem(pem: str) -> str:
-    """The node id (subject common name) of a PEM certificate."""
-    return _node_id(_load(pem))
-
-
 def read_node_certificate(pem: str, now: datetime.datetime | None = None) -> NodeCertificate:
     """The node id and fingerprint of a certificate that is valid at ``now``."""
     certificate = _load(pem)

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 import gen  # noqa: F401
-from app.services.kudo.certificates import InvalidCertificate, node_id_from_pem
+from app.services.kudo.certificates import InvalidCertificate, read_node_certificate
 from app.services.kudo.lifecycle import IllegalTransition, after_request
 from app.services.kudo.placement import Capacity, NodeRoom, best_fit
 from app.services.kudo.subnets import SubnetPoolExhausted, address_in, allocate_subnet
@@ -40,7 +40,7 @@ def _pem(common_name: str | None) -> str:
 
 
 def test_node_id_is_the_subject_common_name():
-    assert node_id_from_pem(_pem("node-a")) == "node-a"
+    assert read_node_certificate(_pem("node-a")).node_id == "node-a"
 
 
 @pytest.mark.parametrize(
@@ -55,7 +55,7 @@ def test_node_id_is_the_subject_common_name():
 def test_certificates_that_cannot_name_a_node_are_refused(pem, problem):
     text = pem if pem in {"garbage"} or (pem and pem.startswith("-----")) else _pem(pem)
     with pytest.raises(InvalidCertificate, match=problem):
-        node_id_from_pem(text)
+        read_node_certificate(text)
 
 
 def test_subnets_are_distinct_and_the_pool_runs_out():

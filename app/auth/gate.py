@@ -146,12 +146,27 @@ class Gate:
     async def verify(self, token: str) -> Caller:
         """The caller a token stands for; InvalidToken unless it is current, unrevoked and its
         account enabled."""
+        return self._recently_verified(token) or await self._verify(token)
+
+    def _recently_verified(self, token: str) -> Caller | None:
+        """The caller of a token checked less than ``recheck_seconds`` ago and not expired.
+
+        Synchronous, so the common case costs no coroutine.
+        """
+        cached = self._cache.get(token)
+        if (
+            cached is None
+            or time.monotonic() - cached.checked_at >= self.recheck_seconds
+            or time.time() >= cached.caller.expires_at
+        ):
+            return None
+        self._cache.move_to_end(token)
+        return cached.caller
+
+    async def _verify(self, token: str) -> Caller:
         now = time.monotonic()
         cached = self._cache.get(token)
         if cached is not None and time.time() < cached.caller.expires_at:
-            if now - cached.checked_at < self.recheck_seconds:
-                self._cache.move_to_end(token)
-                return cached.caller
             caller = cached.caller
         else:
             claims = self.issuer.verify(token)
@@ -199,7 +214,7 @@ class Gate:
         if not token:
             raise Refused(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
         try:
-            caller = await self.verify(token)
+            caller = self._recently_verified(token) or await self._verify(token)
         except InvalidToken as exc:
             if access is policy.Access.PUBLIC:
                 current_caller.set(None)

@@ -37,7 +37,7 @@ class GatewayContext(grpc.aio.ServicerContext):
     ) -> None:
         self._metadata = metadata
         self._peer = peer
-        self._deadline = deadline  # time.monotonic() value
+        self.deadline = deadline  # time.monotonic() value, for the router
         self._code: grpc.StatusCode | None = None
         self._details = ""
         self.initial_metadata: Metadata = ()
@@ -68,9 +68,9 @@ class GatewayContext(grpc.aio.ServicerContext):
 
     def time_remaining(self) -> float | None:
         """Seconds to the deadline, or None without one."""
-        if self._deadline is None:
+        if self.deadline is None:
             return None
-        return max(0.0, self._deadline - time.monotonic())
+        return max(0.0, self.deadline - time.monotonic())
 
     def cancelled(self) -> bool:
         """True once the client went away or the deadline passed."""

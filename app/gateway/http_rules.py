@@ -197,9 +197,9 @@ class RouteTable:
 
     def __init__(self, plans: Iterable[BindingPlan]) -> None:
         self._root = _Node()
-        self._canonical: dict[str, BindingPlan] = {}
+        self._canonical: dict[str, RouteMatch] = {}
         # Templates without variables, by (method, path): most requests end here in one lookup.
-        self._literal: dict[tuple[str, str], BindingPlan] = {}
+        self._literal: dict[tuple[str, str], RouteMatch] = {}
         self.plans: list[BindingPlan] = []
         for plan in plans:
             self.add(plan)
@@ -208,7 +208,7 @@ class RouteTable:
         """Index a plan; a second plan for the same method, template and verb is an error."""
         self.plans.append(plan)
         if plan.template is None:
-            self._canonical[plan.method.grpc_path] = plan
+            self._canonical[plan.method.grpc_path] = RouteMatch(plan, ())
             return
         node = self._root
         segments = plan.template.segments
@@ -227,19 +227,21 @@ class RouteTable:
             raise TemplateError(f"{plan.method.full_name} and {other} bind the same route")
         by_method[plan.http_method] = plan
         if not any(segment in ("*", "**") for segment in segments):
-            verb = f":{plan.template.verb}" if plan.template.verb else ""
-            self._literal[(plan.http_method, "/" + "/".join(segments) + verb)] = plan
+            path = "/" + "/".join(segments)
+            if plan.template.verb:
+                path += f":{plan.template.verb}"
+            self._literal[(plan.http_method, path)] = RouteMatch(plan, ())
 
     def match(self, http_method: str, raw_path: str) -> RouteMatch:
         """The plan for a request; raises NoRoute or MethodNotAllowed."""
         literal = self._literal.get((http_method, raw_path))
         if literal is not None:
-            return RouteMatch(literal, ())
+            return literal
         canonical = self._canonical.get(raw_path)
         if canonical is not None:
             if http_method != "POST":
                 raise MethodNotAllowed(frozenset({"POST"}))
-            return RouteMatch(canonical, ())
+            return canonical
         if not raw_path.startswith("/"):
             raise NoRoute(raw_path)
         raw_segments = raw_path[1:].split("/")

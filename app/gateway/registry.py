@@ -40,17 +40,18 @@ class Method:
     server_streaming: bool
     http: tuple[HttpBinding, ...]
 
-    @property
+    # Cached: transports read these on every call.
+    @cached_property
     def full_name(self) -> str:
         """``package.Service.Method``."""
         return f"{self.service}.{self.name}"
 
-    @property
+    @cached_property
     def grpc_path(self) -> str:
         """The HTTP/2 path gRPC uses: ``/package.Service/Method``."""
         return f"/{self.service}/{self.name}"
 
-    @property
+    @cached_property
     def kind(self) -> str:
         """``unary``, ``server_streaming``, ``client_streaming`` or ``bidi_streaming``."""
         if self.client_streaming and self.server_streaming:

@@ -81,16 +81,26 @@ class GatewayOptions:
     openapi: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True)
 class _Call:
-    """A request on its way to a servicer: everything but the message."""
+    """A request on its way to a servicer: everything but the message.
 
-    method: Method
-    metadata: Metadata
-    request_id: str
-    peer: str
-    deadline: float | None
-    headers: dict[bytes, bytes]
+    A plain slotted class: one is built per request, and a frozen dataclass costs several
+    times more to construct.
+    """
+
+    __slots__ = ("context", "headers", "method", "request_id")
+
+    def __init__(
+        self,
+        method: Method,
+        request_id: str,
+        headers: dict[bytes, bytes],
+        context: GatewayContext,
+    ) -> None:
+        self.method = method
+        self.request_id = request_id
+        self.headers = headers
+        self.context = context
 
 
 class RpcDispatcher:
@@ -114,10 +124,7 @@ class RpcDispatcher:
         headers = dict(scope["headers"])
         request_id = _request_id(headers)
         try:
-            match = self.routes.match(
-                scope["method"],
-                _raw_path(scope),
-            )
+            match = self.routes.match(scope["method"], _raw_path(scope))
         except NoRoute:
             await self._send_error(send, not_found(scope["path"]), request_id)
             return
@@ -140,7 +147,7 @@ class RpcDispatcher:
     async def _unary(
         self, call: _Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        context = GatewayContext(call.metadata, call.peer, call.deadline)
+        context = call.context
         try:
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
             await self._authenticate(call)
@@ -160,10 +167,10 @@ class RpcDispatcher:
         """Run the servicer under the deadline, and turn every ending into a reply."""
         handler = self._handler(call.method)
         try:
-            if call.deadline is None:
+            if context.deadline is None:
                 reply = await handler(request, context)
             else:
-                async with asyncio.timeout_at(_loop_time(call.deadline)):
+                async with asyncio.timeout_at(_loop_time(context.deadline)):
                     reply = await handler(request, context)
         except GatewayError:
             raise
@@ -210,14 +217,15 @@ class RpcDispatcher:
 
     async def _authenticate(self, call: _Call) -> None:
         if self.options.authenticate is not None:
-            current_identity.set(await self.options.authenticate(call.method, call.metadata))
+            metadata = call.context.invocation_metadata()
+            current_identity.set(await self.options.authenticate(call.method, metadata))
 
     # -- streaming ----------------------------------------------------------------------------
 
     async def _streaming(
         self, call: _Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        context = GatewayContext(call.metadata, call.peer, call.deadline)
+        context = call.context
         worker = asyncio.ensure_future(
             self._stream_call(call, match, scope, send, context, receive)
         )
@@ -271,7 +279,7 @@ class RpcDispatcher:
                     {"type": "http.response.body", "body": framing.opening, "more_body": True}
                 )
             async with asyncio.timeout_at(
-                None if call.deadline is None else _loop_time(call.deadline)
+                None if context.deadline is None else _loop_time(context.deadline)
             ):
                 async for reply in replies:
                     frame = framing.frame(self._reply_json(match, reply, streamed=True))
@@ -323,7 +331,7 @@ class RpcDispatcher:
         await send(
             {"type": "websocket.accept", "headers": [(b"x-request-id", request_id.encode())]}
         )
-        context = GatewayContext(call.metadata, call.peer, call.deadline)
+        context = call.context
         worker = asyncio.ensure_future(self._websocket_call(call, plan, send, context, receive))
         try:
             await worker
@@ -373,7 +381,7 @@ class RpcDispatcher:
             host, port = client[0], client[1]
             peer = f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
         metadata, deadline = _metadata(headers, request_id)
-        return _Call(method, metadata, request_id, peer, deadline, headers)
+        return _Call(method, request_id, headers, GatewayContext(metadata, peer, deadline))
 
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Any:
         """The request message: body, then path variables, then query parameters."""
@@ -509,27 +517,29 @@ def _request_id(headers: dict[bytes, bytes]) -> str:
 
 
 def _metadata(headers: dict[bytes, bytes], request_id: str) -> tuple[Metadata, float | None]:
-    """gRPC metadata and the deadline from HTTP headers."""
+    """gRPC metadata and the deadline from HTTP headers (ASGI names them in lower case)."""
     metadata: list[tuple[str, str | bytes]] = [("x-request-id", request_id)]
     deadline = None
     for raw_key, raw_value in headers.items():
-        key = raw_key.decode("latin-1")
-        value = raw_value.decode("latin-1")
-        if key == "authorization":
-            metadata.append((key, value))
-        elif key.startswith("grpc-metadata-"):
-            name = key[len("grpc-metadata-") :]
-            if name.endswith("-bin"):
-                try:
-                    metadata.append(
-                        (name, base64.b64decode(value + "=" * (-len(value) % 4), validate=True))
-                    )
-                except binascii.Error as exc:
-                    raise BadRequest(f"header {key} is not base64", [(key, "not base64")]) from exc
-            else:
-                metadata.append((name, value))
-        elif key == "grpc-timeout":
-            deadline = time.monotonic() + _timeout_seconds(value)
+        if raw_key == b"authorization":
+            metadata.append(("authorization", raw_value.decode("latin-1")))
+        elif raw_key.startswith(b"grpc-"):
+            key = raw_key.decode("latin-1")
+            value = raw_value.decode("latin-1")
+            if key.startswith("grpc-metadata-"):
+                name = key[len("grpc-metadata-") :]
+                if name.endswith("-bin"):
+                    try:
+                        padded = value + "=" * (-len(value) % 4)
+                        metadata.append((name, base64.b64decode(padded, validate=True)))
+                    except binascii.Error as exc:
+                        raise BadRequest(
+                            f"header {key} is not base64", [(key, "not base64")]
+                        ) from exc
+                else:
+                    metadata.append((name, value))
+            elif key == "grpc-timeout":
+                deadline = time.monotonic() + _timeout_seconds(value)
     return tuple(metadata), deadline
 
 
@@ -587,13 +597,14 @@ def _response_headers(
     extra: tuple[tuple[str, str], ...] = (),
 ) -> list[tuple[bytes, bytes]]:
     headers = [(b"content-type", content_type), (b"x-request-id", request_id.encode("latin-1"))]
-    if context is not None:
+    if context is not None and (context.initial_metadata or context.trailing_metadata_sent):
         for key, value in (*context.initial_metadata, *context.trailing_metadata_sent):
             if key == "grpc-status-details-bin":
                 continue  # already the Status body
             text = base64.b64encode(value).decode() if isinstance(value, bytes) else value
             headers.append((b"grpc-metadata-" + key.encode("latin-1"), text.encode("latin-1")))
-    headers.extend((k.encode(), v.encode("latin-1")) for k, v in extra)
+    for key, text in extra:
+        headers.append((key.encode(), text.encode("latin-1")))
     return headers
 
 

@@ -100,7 +100,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self.provider = provider
         self.versions = tuple(versions)
         self.machine_capacity = machine_capacity
-        self._build: api_pb2.GetVersionReply.VersionInformation | None = None
+        self._version: api_pb2.GetVersionReply | None = None
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -147,11 +147,12 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     async def GetVersionInformation(
         self, request: api_pb2.GetVersionMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetVersionReply:
-        # The first call asks git (a subprocess, so in a thread); later ones reuse the answer
-        # without leaving the event loop.
-        if self._build is None:
-            self._build = await asyncio.to_thread(running_build)
-        return api_pb2.GetVersionReply(ok=True, version_information=self._build)
+        # The first call asks git (a subprocess, so in a thread); later ones return the same
+        # reply (never changed after this) without leaving the event loop.
+        if self._version is None:
+            build = await asyncio.to_thread(running_build)
+            self._version = api_pb2.GetVersionReply(ok=True, version_information=build)
+        return self._version
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ at once in this process and within that time in every other replica.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections import OrderedDict
@@ -91,6 +92,9 @@ class Gate:
         self.cache_size = cache_size
         self.recheck_seconds = recheck_seconds
         self._cache: OrderedDict[str, _Verified] = OrderedDict()
+        # Checks in progress, by token: every call with a token arrives at once when its cache
+        # entry is due, and one database check answers them all.
+        self._checking: dict[str, asyncio.Task[Caller]] = {}
 
     async def login(self, username: str, password: str, client: str) -> tuple[str, Claims]:
         """A fresh token for valid credentials; Refused otherwise (same answer for any miss)."""
@@ -164,6 +168,20 @@ class Gate:
         return cached.caller
 
     async def _verify(self, token: str) -> Caller:
+        check = self._checking.get(token)
+        if check is None:
+            check = asyncio.ensure_future(self._check_token(token))
+            self._checking[token] = check
+            check.add_done_callback(functools.partial(self._checked, token))
+        # Shielded: a caller that goes away must not cancel the check the others wait for.
+        return await asyncio.shield(check)
+
+    def _checked(self, token: str, check: asyncio.Task[Caller]) -> None:
+        self._checking.pop(token, None)
+        if not check.cancelled():
+            check.exception()  # retrieved, so a check nobody waits for any more is not reported
+
+    async def _check_token(self, token: str) -> Caller:
         now = time.monotonic()
         cached = self._cache.get(token)
         if cached is not None and time.time() < cached.caller.expires_at:

@@ -6,6 +6,7 @@ import asyncio
 import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -296,5 +297,42 @@ def test_a_logout_on_one_replica_is_refused_by_another_within_a_second(tmp_path)
                     break
                 await asyncio.sleep(0.05)
             assert refused_at is not None and refused_at <= 1.2
+
+    run(scenario())
+
+
+def test_calls_arriving_while_a_token_is_rechecked_share_one_check(tmp_path):
+    """When a cached token is due its recheck, the burst of calls carrying it waits for one
+    database check instead of each making its own, and all of them get its answer."""
+
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            store, gate = server.portico.store, server.portico.gate
+            checks = 0
+            is_revoked = store.is_revoked
+
+            async def slow_is_revoked(jti: str) -> bool:
+                nonlocal checks
+                checks += 1
+                await asyncio.sleep(0.05)  # a slow database: the other calls arrive meanwhile
+                return await is_revoked(jti)
+
+            store.is_revoked = slow_is_revoked
+            headers = dict(_bearer(token))
+
+            async def burst() -> set[int]:
+                replies = await asyncio.gather(
+                    *(server.http.get("/api/v1/version", headers=headers) for _ in range(20))
+                )
+                return {reply.status_code for reply in replies}
+
+            gate.recheck_seconds = 0  # every entry is due
+            assert await burst() == {200}
+            assert checks == 1
+            claims = gate.issuer.verify(token)
+            await store.revoke_token(claims.token_id, datetime.now(UTC) + timedelta(hours=1))
+            assert await burst() == {401}
+            assert checks == 2
 
     run(scenario())

@@ -7,6 +7,7 @@ failure into :class:`~app.gateway.errors.BadRequest` naming the offending field.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -97,10 +98,34 @@ def field_key(field: descriptor.FieldDescriptor, options: JsonOptions) -> str:
 # -- query parameters and path variables -------------------------------------------------------
 
 
+# Query parameter names resolved before, by message: a request's keys are looked up, not parsed.
+# Only names that resolve are kept, and only so many (recursive messages nest without end).
+_RESOLVED: dict[tuple[str, str], FieldPath] = {}
+_RESOLVED_MAX = 4096
+
+
 def resolve_field_path(
     desc: descriptor.Descriptor, dotted: str, ignore_unknown: bool = False
 ) -> FieldPath | None:
     """Fields along a dotted name (either spelling per segment); None if unknown and ignored."""
+    cache_key = (desc.full_name, dotted)
+    fields = _RESOLVED.get(cache_key)
+    if fields is None:
+        fields = _resolve_field_path(desc, dotted, ignore_unknown)
+        if fields is not None and len(_RESOLVED) < _RESOLVED_MAX:
+            _RESOLVED[cache_key] = fields
+    return fields
+
+
+@functools.lru_cache(maxsize=_RESOLVED_MAX)
+def path_name(path: FieldPath) -> str:
+    """The proto-named dotted name of a field path."""
+    return ".".join(f.name for f in path)
+
+
+def _resolve_field_path(
+    desc: descriptor.Descriptor, dotted: str, ignore_unknown: bool
+) -> FieldPath | None:
     fields: list[descriptor.FieldDescriptor] = []
     current: descriptor.Descriptor | None = desc
     for part in dotted.split("."):
@@ -117,12 +142,44 @@ def resolve_field_path(
     return tuple(fields)
 
 
+def assign_text(target: message.Message, path: FieldPath, text: str) -> bool:
+    """Set a query/path text value straight on the message when it is a plain string field.
+
+    Most path variables and query parameters are singular strings, for which the JSON mapping
+    is the identity: setting them directly skips building and parsing a JSON tree. False when
+    the value needs that mapping (numbers, enums, bytes, repeated fields, oneof members...).
+    """
+    if not _is_plain_string(path):
+        return False
+    for field in path[:-1]:
+        target = getattr(target, field.name)
+    setattr(target, path[-1].name, text)
+    return True
+
+
+@functools.lru_cache(maxsize=_RESOLVED_MAX)
+def _is_plain_string(path: FieldPath) -> bool:
+    *parents, last = path
+    return (
+        last.type == descriptor.FieldDescriptor.TYPE_STRING
+        and not last.is_repeated
+        and last.containing_oneof is None
+        and all(
+            f.message_type is not None
+            and not f.is_repeated
+            and f.containing_oneof is None
+            and not f.message_type.full_name.startswith("google.protobuf.")
+            for f in parents
+        )
+    )
+
+
 def set_text_value(tree: dict[str, Any], path: FieldPath, text: str, *, repeat: bool) -> None:
     """Put a query/path text value at ``path`` of a proto-named JSON tree, converted by type.
 
     ``repeat`` says whether this path was seen before (a repeated field appends; others refuse).
     """
-    name = ".".join(f.name for f in path)
+    name = path_name(path)
     for field in path[:-1]:
         if field.message_type is None or field.is_repeated:
             raise BadRequest(f"{name!r} does not name a field", [(name, "not a message field")])

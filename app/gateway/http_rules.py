@@ -125,6 +125,14 @@ class BindingPlan:
         return self.method.descriptor.input_type.fields_by_name[self.body]
 
 
+def is_bound(name: str, bound: frozenset[str]) -> bool:
+    """Whether the proto-named field path ``name`` (or a parent or child of it) is in ``bound``:
+    such a field cannot also come from a query parameter."""
+    if "*" in bound:
+        return True
+    return any(name == b or name.startswith(b + ".") or b.startswith(name + ".") for b in bound)
+
+
 def compile_binding(method: Method, binding: HttpBinding) -> BindingPlan:
     """Check a binding against the request/response types and precompute its plan."""
     template = parse_template(binding.path)

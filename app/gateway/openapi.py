@@ -24,7 +24,13 @@ from google.protobuf import descriptor, descriptor_pb2
 from google.rpc import status_pb2
 
 from app.gateway.codec import JsonOptions
-from app.gateway.http_rules import BindingPlan, Variable, canonical_plan, compile_binding
+from app.gateway.http_rules import (
+    BindingPlan,
+    Variable,
+    canonical_plan,
+    compile_binding,
+    is_bound,
+)
 from app.gateway.registry import Method, Registry
 
 Schema = dict[str, Any]
@@ -664,7 +670,7 @@ def _query_fields(
             continue
         message = fd.message_type
         if message is None or message.full_name in _QUERY_WKTS:
-            if not _is_bound(name, bound):
+            if not is_bound(name, bound):
                 yield path
         elif not fd.is_repeated and message.full_name not in seen and not _is_wkt(message):
             # Recursive messages stop at their first repetition.
@@ -673,11 +679,6 @@ def _query_fields(
 
 def _is_wkt(desc: descriptor.Descriptor) -> bool:
     return desc.full_name in _WELL_KNOWN or desc.full_name in _WRAPPERS
-
-
-def _is_bound(name: str, bound: frozenset[str]) -> bool:
-    # As the router decides: a parameter is refused when it, a parent or a child is bound.
-    return any(name == b or name.startswith(b + ".") or b.startswith(name + ".") for b in bound)
 
 
 def _query_parameter(fields: tuple[descriptor.FieldDescriptor, ...], schemas: _Schemas) -> Schema:

@@ -30,10 +30,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.gateway import streaming
 from app.gateway.codec import (
     JsonOptions,
+    assign_text,
     dump_json,
     field_key,
     load_json,
     parse_into,
+    path_name,
     resolve_field_path,
     set_text_value,
     to_dict,
@@ -54,6 +56,7 @@ from app.gateway.http_rules import (
     RouteMatch,
     RouteTable,
     build_route_table,
+    is_bound,
 )
 from app.gateway.openapi import openapi_document
 from app.gateway.registry import Method, Registry
@@ -394,33 +397,37 @@ class RpcDispatcher:
                 parse_into(value, request, options)
             else:
                 parse_into({plan.body: value}, request, options)
+        # Plain string fields are set directly; the rest go through the JSON mapping as a tree.
         tree: dict[str, Any] = {}
         for fields, text in match.path_values:
-            set_text_value(tree, fields, text, repeat=False)
+            if not assign_text(request, fields, text):
+                set_text_value(tree, fields, text, repeat=False)
         query = scope.get("query_string", b"")
         if query:
-            self._bind_query(plan, request.DESCRIPTOR, query, tree)
+            self._bind_query(plan, request, query, tree)
         if tree:
             parse_into(tree, request, JsonOptions(options.proto_names, ignore_unknown=False))
         return request
 
-    def _bind_query(self, plan: Any, desc: Any, query: bytes, tree: dict[str, Any]) -> None:
+    def _bind_query(self, plan: Any, request: Any, query: bytes, tree: dict[str, Any]) -> None:
         try:
             pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
         except (UnicodeDecodeError, ValueError) as exc:
             raise BadRequest(f"query string is not valid UTF-8: {exc}") from exc
+        desc = request.DESCRIPTOR
         seen: set[str] = set()
         for key, text in pairs:
             fields = resolve_field_path(desc, key, self.options.json.ignore_unknown)
             if fields is None:
                 continue
-            name = ".".join(f.name for f in fields)
-            if _is_bound(name, plan.bound):
+            name = path_name(fields)
+            if plan.bound and is_bound(name, plan.bound):
                 raise BadRequest(
                     f"query parameter {key!r} sets a field the path or body already binds",
                     [(key, "bound by the path or the body")],
                 )
-            set_text_value(tree, fields, text, repeat=name in seen)
+            if name in seen or not assign_text(request, fields, text):
+                set_text_value(tree, fields, text, repeat=name in seen)
             seen.add(name)
 
     def _reply_value(self, match: RouteMatch, reply: Any) -> Any:
@@ -496,12 +503,6 @@ def _raw_path(scope: Scope) -> str:
     if not raw:
         return scope["path"]
     return raw.decode("latin-1").split("?", 1)[0]
-
-
-def _is_bound(name: str, bound: frozenset[str]) -> bool:
-    if "*" in bound:
-        return True
-    return any(name == b or name.startswith(b + ".") or b.startswith(name + ".") for b in bound)
 
 
 # Request ids: a random per-process prefix and a counter, unique without a syscall per request.

@@ -97,6 +97,7 @@ def test_query_parameters_bind_remaining_fields() -> None:
     query = [
         ("filter.minSize", "12"),
         ("filter.thing_kind", "2"),
+        ("filter.kind", "café & co"),
         ("tags", "a"),
         ("tags", "b"),
         ("kind", "KIND_BOOK"),
@@ -115,7 +116,7 @@ def test_query_parameters_bind_remaining_fields() -> None:
     assert response.status_code == 200, response.text
     expected = pb.GetThingRequest(
         name="shelves/s1/things/t1",
-        filter=pb.Filter(min_size=12, thing_kind=2),
+        filter=pb.Filter(min_size=12, thing_kind=2, kind="café & co"),
         tags=["a", "b"],
         kind=1,
         full=True,
@@ -143,6 +144,7 @@ def test_query_parameters_bind_remaining_fields() -> None:
         ({"name": "other"}, "name"),
         ({"token": "!!"}, "token"),
         ([("limit", "1"), ("limit", "2")], "limit"),
+        ([("filter.kind", "a"), ("filter.kind", "b")], "filter.kind"),
         ([("page_size", "1"), ("pageSize", "2")], "page_size"),
     ],
 )

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import functools
 import hashlib
+import itertools
+import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
@@ -20,7 +24,7 @@ import psycopg
 from sqlalchemy import Connection, Engine
 from sqlalchemy import exc as sa_exc
 
-from app.store.engine import is_sqlite, open_sqlite_connection
+from app.store.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite, open_sqlite_connection
 from app.store.errors import StoreError, Unavailable, map_database_error
 
 P = ParamSpec("P")
@@ -53,7 +57,9 @@ def call_mapped(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 class Database:
     """An engine plus the thread pool and locks that let coroutines use it safely."""
 
-    def __init__(self, engine: Engine, *, workers: int = 8) -> None:
+    def __init__(
+        self, engine: Engine, *, workers: int = 8, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    ) -> None:
         self.engine = engine
         self.is_sqlite = is_sqlite(engine)
         self.namespace = call_mapped(self._query_namespace)
@@ -63,6 +69,11 @@ class Database:
         self._write_lock = asyncio.Lock()
         self._closed = False
         self._write_key = advisory_lock_key("portico.store.write", self.namespace)
+        self._file_lock = (
+            WriterQueue(f"{engine.url.database}.write-lock", busy_timeout)
+            if self.is_sqlite
+            else None
+        )
         # SQLite point reads take microseconds in WAL mode (readers never wait for writers),
         # far less than a hop to a worker thread, so the hot reads run on the loop itself.
         self.inline_reader: sqlite3.Connection | None = (
@@ -76,11 +87,24 @@ class Database:
             return str(conn.exec_driver_sql("SELECT current_schema()").scalar() or "")
 
     def begin_write(self, conn: Connection) -> None:
-        """Open a write transaction on ``conn`` holding the global write lock."""
-        if self.is_sqlite:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        else:
+        """Open a write transaction on ``conn`` holding the global write lock.
+
+        Pair with :meth:`end_write` once the transaction has committed or rolled back.
+        """
+        if self._file_lock is None:
             conn.exec_driver_sql(f"BEGIN; SELECT pg_advisory_xact_lock({self._write_key})")
+            return
+        self._file_lock.acquire()
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            self._file_lock.release()
+            raise
+
+    def end_write(self) -> None:
+        """Let the next writer (of any process) in; PostgreSQL's lock ended with the transaction."""
+        if self._file_lock is not None:
+            self._file_lock.release()
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` on a worker thread outside any explicit transaction."""
@@ -112,6 +136,8 @@ class Database:
             except BaseException:
                 rollback_quietly(conn)
                 raise
+            finally:
+                self.end_write()
             return result
 
     @contextlib.asynccontextmanager
@@ -119,7 +145,7 @@ class Database:
         """A write transaction kept open across awaits; commits on success, else rolls back."""
         self._check_open()
         async with self._write_lock:
-            runner = TransactionRunner(self._executor)
+            runner = TransactionRunner(self._executor, self.end_write, inline_steps=self.is_sqlite)
             try:
                 await runner.run_sync(self._checkout_and_begin, runner)
                 yield runner
@@ -154,19 +180,39 @@ class Database:
         if self.inline_reader is not None:
             self.inline_reader.close()
             self.inline_reader = None
+        if self._file_lock is not None:
+            self._file_lock.close()
+            self._file_lock = None
         self.engine.dispose()
 
 
 class TransactionRunner:
-    """Runs steps of one open write transaction, one at a time, on worker threads."""
+    """Runs steps of one open write transaction, one at a time.
 
-    def __init__(self, executor: ThreadPoolExecutor) -> None:
+    Opening and ending it (which may wait for another writer, and fsyncs) happen on worker
+    threads. With ``inline_steps`` (SQLite) the statements in between run on the event loop:
+    once ``BEGIN IMMEDIATE`` holds the write lock they never wait on another connection, and
+    they take microseconds, where each hop to a thread and back costs more than the statement
+    and kept every other writer queued behind it.
+    """
+
+    def __init__(
+        self,
+        executor: ThreadPoolExecutor,
+        end_write: Callable[[], None],
+        *,
+        inline_steps: bool = False,
+    ) -> None:
         self.conn: Connection | None = None
         self._executor = executor
+        self._end_write = end_write
+        self._inline_steps = inline_steps
         self._pending: asyncio.Future[Any] | None = None
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` inside the transaction."""
+        if self._inline_steps:
+            return call_mapped(self._with_conn, fn, *args)
         return await self.run_sync(self._with_conn, fn, *args)
 
     def _with_conn(self, fn: Callable[..., T], *args: Any) -> T:
@@ -207,7 +253,43 @@ class TransactionRunner:
             rollback_quietly(conn)
             raise
         finally:
+            self._end_write()
             conn.close()
+
+
+class WriterQueue:
+    """The order in which processes sharing one SQLite file write: a lock on a file beside it.
+
+    SQLite's busy handler lets a waiting writer sleep up to 100 ms between tries, so with several
+    worker processes one of them could lose the race for the database again and again (write
+    p99 over a second under load). Waiting here instead, polling every millisecond or so, a
+    writer gets in soon after the lock is free. The kernel drops the lock if a process dies.
+    Within a process the store's own lock already lets one writer through at a time.
+    """
+
+    _POLL_SECONDS = (0.0002, 0.0005, 0.001)
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._timeout = timeout
+
+    def acquire(self) -> None:
+        """Take the lock, waiting up to the busy timeout; Unavailable after that."""
+        deadline = time.monotonic() + self._timeout
+        for attempt in itertools.count():
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise Unavailable("database is busy (another writer); retry shortly") from None
+                time.sleep(self._POLL_SECONDS[min(attempt, len(self._POLL_SECONDS) - 1)])
+
+    def release(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def rollback_quietly(conn: Connection) -> None:

@@ -320,7 +320,7 @@ class ObjectStore:
         """Connect to ``url`` (``sqlite:///file`` or ``postgresql://...``) and create the schema."""
         engine = create_store_engine(url, pool_size=workers + 2, busy_timeout=busy_timeout)
         try:
-            database = Database(engine, workers=workers)
+            database = Database(engine, workers=workers, busy_timeout=busy_timeout)
         except BaseException:
             engine.dispose()
             raise

@@ -42,4 +42,6 @@ def _ensure_schema(database: Database) -> int:
         except BaseException:
             rollback_quietly(conn)
             raise
+        finally:
+            database.end_write()
     return found or 0

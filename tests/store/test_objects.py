@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -324,6 +326,30 @@ def test_a_busy_database_is_unavailable_with_a_retry_hint(with_store):
         assert (await store.update("Cluster", "alpha", b"v2")).data == b"v2"
 
     with_store(body, busy_timeout=0.2)
+
+
+def test_sqlite_writers_of_several_processes_take_turns(sqlite_url):
+    """Worker processes sharing one SQLite file queue on a lock beside it: a writer gets in as
+    soon as the other process is done, and gives up (UNAVAILABLE) after the busy timeout."""
+
+    async def body() -> None:
+        async with ObjectStore.open(sqlite_url, busy_timeout=0.3) as store:
+            await store.create("Cluster", "alpha", b"v1")
+            fd = os.open(f"{store.database.engine.url.database}.write-lock", os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # another process's turn
+                asyncio.get_running_loop().call_later(0.1, fcntl.flock, fd, fcntl.LOCK_UN)
+                began = time.monotonic()
+                assert (await store.update("Cluster", "alpha", b"v2")).data == b"v2"
+                assert 0.09 <= time.monotonic() - began < 0.3
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                with pytest.raises(Unavailable):
+                    await store.update("Cluster", "alpha", b"v3")
+            finally:
+                os.close(fd)
+            assert (await store.update("Cluster", "alpha", b"v3")).data == b"v3"
+
+    run(body())
 
 
 def test_sqlite_runs_in_wal_mode_with_durable_commits(sqlite_url):

@@ -142,13 +142,22 @@ def select_records(conn: Connection, kind: str, prefix: str) -> list[Record]:
     return [_record(row) for row in conn.execute(query)]
 
 
+_INSERT_EVENT = insert(_log)
+_INSERT_OBJECT = insert(_objects)
+# Bound names differ from the columns: those names are taken by the SET clause's values.
+_UPDATE_OBJECT = update(_objects).where(
+    _objects.c.kind == bindparam("of_kind"), _objects.c.key == bindparam("of_key")
+)
+_DELETE_OBJECT = delete(_objects).where(
+    _objects.c.kind == bindparam("kind"), _objects.c.key == bindparam("key")
+)
+
+
 def _append_event(
     conn: Connection, kind: str, key: str, type_: EventType, data: bytes, now: datetime
 ) -> int:
-    result = conn.execute(
-        insert(_log).values(kind=kind, key=key, type=type_.value, data=data, at=now)
-    )
-    return int(result.inserted_primary_key[0])
+    values = {"kind": kind, "key": key, "type": type_.value, "data": data, "at": now}
+    return int(conn.execute(_INSERT_EVENT, values).inserted_primary_key[0])
 
 
 def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datetime) -> Record:
@@ -156,11 +165,15 @@ def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datet
     if select_record(conn, kind, key) is not None:
         raise AlreadyExists(f"{kind} {key!r} already exists")
     revision = _append_event(conn, kind, key, EventType.CREATED, data, now)
-    conn.execute(
-        insert(_objects).values(
-            kind=kind, key=key, data=data, revision=revision, created_at=now, updated_at=now
-        )
-    )
+    values = {
+        "kind": kind,
+        "key": key,
+        "data": data,
+        "revision": revision,
+        "created_at": now,
+        "updated_at": now,
+    }
+    conn.execute(_INSERT_OBJECT, values)
     return Record(kind, key, data, revision, now, now)
 
 
@@ -191,11 +204,8 @@ def update_record(
     if current.data == data:
         return current, False
     revision = _append_event(conn, kind, key, EventType.UPDATED, data, now)
-    conn.execute(
-        update(_objects)
-        .where(_objects.c.kind == kind, _objects.c.key == key)
-        .values(data=data, revision=revision, updated_at=now)
-    )
+    values = {"of_kind": kind, "of_key": key, "data": data, "revision": revision, "updated_at": now}
+    conn.execute(_UPDATE_OBJECT, values)
     return Record(kind, key, data, revision, current.created_at, now), True
 
 
@@ -205,7 +215,7 @@ def delete_record(
     """Delete an object; returns its last data at the revision of the deletion."""
     current = _existing(conn, kind, key, expected_revision)
     revision = _append_event(conn, kind, key, EventType.DELETED, current.data, now)
-    conn.execute(delete(_objects).where(_objects.c.kind == kind, _objects.c.key == key))
+    conn.execute(_DELETE_OBJECT, {"kind": kind, "key": key})
     return Record(kind, key, current.data, revision, current.created_at, now)
 
 

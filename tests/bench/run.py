@@ -332,6 +332,7 @@ def run_for_workers(
     a, d, e = results["a_version"]["rps"], results["d_grpc"]["rps"], results["e_starlette"]["rps"]
     results["ratio_a_to_e"] = a / e
     results["ratio_a_to_d"] = a / d
+    results["targets"] = targets(results, workers)
     return results
 
 
@@ -343,6 +344,20 @@ def _k8s_version(server: Server) -> str:
         headers={"authorization": f"Bearer {server.token}"},
     )
     return re.search(r"versions ([\d.]+)", reply.text).group(1)  # type: ignore[union-attr]
+
+
+def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
+    """The performance targets, checked against one worker count's results."""
+    met = {
+        "(a) >= 0.8 x (e)": run["ratio_a_to_e"] >= 0.8,
+        "(a) >= 2 x (d)": run["ratio_a_to_d"] >= 2,
+        "p99 of (a) and (b) < 10 ms": max(run["a_version"]["p99_ms"], run["b_read"]["p99_ms"]) < 10,
+    }
+    if workers >= 2:
+        met["(b) >= 10,000 req/s"] = run["b_read"]["rps"] >= 10_000
+    if "sse_1000" in run:
+        met["SSE 1000: event p99 < 100 ms"] = run["sse_1000"]["event_p99_ms"] < 100
+    return met
 
 
 def table(results: dict[str, Any]) -> str:
@@ -368,6 +383,8 @@ def table(results: dict[str, Any]) -> str:
             )
     lines += ["", "| workers | measure | value |", "| ---: | --- | --- |"]
     for workers, run in results["runs"].items():
+        for target, met in run["targets"].items():
+            lines.append(f"| {workers} | target {target} | {'met' if met else 'NOT MET'} |")
         lines.append(f"| {workers} | (a)/(e) | {run['ratio_a_to_e']:.2f} |")
         lines.append(f"| {workers} | (a)/(d) | {run['ratio_a_to_d']:.2f} |")
         lines.append(f"| {workers} | start time | {run['start_seconds']:.2f} s |")

@@ -8,6 +8,8 @@ COPY pyproject.toml README.md ./
 COPY app ./app
 COPY gen ./gen
 RUN /opt/portico/bin/pip install --no-cache-dir /src
+# The dashboard's files, where app/gateway/dashboard.py looks in an install: <sys.prefix>/share/portico/static.
+COPY static /opt/portico/share/portico/static
 
 # Runtime stage: the virtualenv only, run as an unprivileged user.
 FROM python:3.11-slim

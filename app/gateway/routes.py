@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.gateway import streaming
@@ -41,6 +42,7 @@ from app.gateway.codec import (
     to_dict,
 )
 from app.gateway.context import GatewayContext, Metadata, current_identity
+from app.gateway.dashboard import add_dashboard
 from app.gateway.errors import (
     BadRequest,
     GatewayError,
@@ -642,16 +644,19 @@ class GatewayApp:
 
     FastAPI's per-request machinery (middleware stack, route scan, dependency handling) costs
     more than a whole small RPC, so RPCs never pass through it; ``/healthz``, ``/readyz``,
-    ``/openapi.json`` and ``/docs`` are ordinary FastAPI routes.
+    ``/openapi.json``, ``/docs`` and the dashboard (a mount) are ordinary FastAPI routes.
     """
 
     def __init__(self, api: FastAPI, dispatcher: RpcDispatcher) -> None:
         self.api = api
         self.dispatcher = dispatcher
         self.pages = frozenset(getattr(route, "path", "") for route in api.routes)
+        self.mounts = tuple(f"{route.path}/" for route in api.routes if isinstance(route, Mount))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan" or scope["path"] in self.pages:
+        if scope["type"] == "lifespan" or (
+            scope["path"] in self.pages or scope["path"].startswith(self.mounts)
+        ):
             await self.api(scope, receive, send)
         else:
             await self.dispatcher(scope, receive, send)
@@ -663,7 +668,8 @@ def create_app(
     options: GatewayOptions | None = None,
     ready: Callable[[], Awaitable[bool]] | None = None,
 ) -> ASGIApp:
-    """The gateway: ``/healthz``, ``/readyz``, the OpenAPI pages, and every RPC binding."""
+    """The gateway: ``/healthz``, ``/readyz``, the OpenAPI pages, the dashboard, and every RPC
+    binding."""
     options = options or GatewayOptions()
     api = FastAPI(title="Portico", openapi_url=None, docs_url=None, redoc_url=None)
 
@@ -678,6 +684,7 @@ def create_app(
         return JSONResponse({"status": "ready"})
 
     _add_openapi_routes(api, registry, options)
+    add_dashboard(api)
     app: ASGIApp = GatewayApp(api, RpcDispatcher(registry, servicers, options))
     if options.cors_origins:
         app = CORSMiddleware(

@@ -282,12 +282,13 @@ async def run(settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, lambda: setattr(http_server, "should_exit", True))
+    http_base = f"http://{settings.http_host}:{settings.http_port}"
     log.info(
-        "gRPC on %s:%d, REST/JSON on http://%s:%d",
+        "gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
         settings.grpc_host,
         portico.grpc_port,
-        settings.http_host,
-        settings.http_port,
+        http_base,
+        http_base,
     )
     try:
         await http_server.serve(sockets=[http_socket(settings.http_host, settings.http_port)])

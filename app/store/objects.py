@@ -101,6 +101,11 @@ def _record(row: Any) -> Record:
     return Record(row.kind, row.key, row.data, row.revision, row.created_at, row.updated_at)
 
 
+def _event(record: Record, type_: EventType) -> Event:
+    """The event log entry a write of ``record`` appended (a deletion keeps the last data)."""
+    return Event(record.revision, record.kind, record.key, type_, record.data, record.updated_at)
+
+
 def _sqlite_time(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
@@ -266,6 +271,11 @@ class Transaction:
         self._runner = runner
         # The revision of the last write so far (0 before any): watchers are woken up to it.
         self.revision = 0
+        self.written: list[Event] = []  # what the writes appended to the event log
+
+    def _wrote(self, record: Record, type_: EventType) -> None:
+        self.revision = record.revision
+        self.written.append(_event(record, type_))
 
     async def get(self, kind: str, key: str) -> Record | None:
         """The object, as this transaction sees it."""
@@ -278,7 +288,7 @@ class Transaction:
     async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
         """Create an object; ``AlreadyExists`` if the key is taken."""
         record = await self._runner.run(insert_record, kind, key, _as_bytes(data), utc_now())
-        self.revision = record.revision
+        self._wrote(record, EventType.CREATED)
         return record
 
     async def update(
@@ -293,13 +303,13 @@ class Transaction:
             update_record, kind, key, _as_bytes(data), expected_revision, utc_now()
         )
         if changed:
-            self.revision = record.revision
+            self._wrote(record, EventType.UPDATED)
         return record
 
     async def delete(self, kind: str, key: str, expected_revision: int | None = None) -> Record:
         """Delete an object; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
         record = await self._runner.run(delete_record, kind, key, expected_revision, utc_now())
-        self.revision = record.revision
+        self._wrote(record, EventType.DELETED)
         return record
 
 
@@ -392,7 +402,7 @@ class ObjectStore:
     async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
         """Create an object; ``AlreadyExists`` if the key is taken."""
         record = await self.database.write(insert_record, kind, key, _as_bytes(data), utc_now())
-        self._feed.advance(record.revision)
+        self._feed.advance(record.revision, (_event(record, EventType.CREATED),))
         return record
 
     async def update(
@@ -403,16 +413,17 @@ class ObjectStore:
         expected_revision: int | None = None,
     ) -> Record:
         """Replace an object's data; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
-        record, _ = await self.database.write(
+        record, changed = await self.database.write(
             update_record, kind, key, _as_bytes(data), expected_revision, utc_now()
         )
-        self._feed.advance(record.revision)
+        if changed:
+            self._feed.advance(record.revision, (_event(record, EventType.UPDATED),))
         return record
 
     async def delete(self, kind: str, key: str, expected_revision: int | None = None) -> Record:
         """Delete an object and return its last data at the deletion's revision."""
         record = await self.database.write(delete_record, kind, key, expected_revision, utc_now())
-        self._feed.advance(record.revision)
+        self._feed.advance(record.revision, (_event(record, EventType.DELETED),))
         return record
 
     @contextlib.asynccontextmanager
@@ -421,7 +432,7 @@ class ObjectStore:
         async with self.database.transaction() as runner:
             tx = Transaction(runner)
             yield tx
-        self._feed.advance(tx.revision)
+        self._feed.advance(tx.revision, tx.written)
 
     # event log
 

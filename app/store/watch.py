@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import enum
 from collections import deque
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -148,13 +148,25 @@ class RevisionFeed:
         events, scanned, _ = await self._database.read(
             read_events, self._tail_to, None, RECENT_EVENTS
         )
-        self._tail.extend(events)
-        self._tail_to = max(self._tail_to, scanned)
+        self._remember(events, scanned)
+
+    def _remember(self, events: Sequence[Event], through: int) -> None:
+        # Events this process wrote may have joined the tail while a read of the log was out.
+        self._tail.extend(event for event in events if event.revision > self._tail_to)
+        self._tail_to = max(self._tail_to, through)
         if len(self._tail) == RECENT_EVENTS:
             self._tail_from = self._tail[0].revision - 1
 
-    def advance(self, revision: int) -> None:
-        """Record that ``revision`` is committed and wake everyone waiting for it."""
+    def advance(self, revision: int, written: Sequence[Event] = ()) -> None:
+        """Record that ``revision`` is committed and wake everyone waiting for it.
+
+        ``written``: the events of this process's commit that reached ``revision``, oldest first.
+        When the tail already holds everything before them, they join it as they are, so
+        watchers need no read of the log; otherwise (another process wrote in between) the
+        next watcher reads the gap from the log.
+        """
+        if written and written[0].revision == self._tail_to + 1:
+            self._remember(written, written[-1].revision)
         if revision > self.head:
             self.head = revision
             changed, self._changed = self._changed, asyncio.Event()

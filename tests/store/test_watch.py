@@ -224,3 +224,56 @@ def test_a_watcher_behind_the_remembered_events_reads_the_log(with_store):
             assert [e.key for e in await take(events, 5)] == [f"c{i}" for i in range(5)]
 
     with_store(body)
+
+
+def test_watchers_get_this_processs_writes_without_a_log_read_exactly_as_logged(store_url):
+    async def body() -> None:
+        async with ObjectStore.open(store_url) as store:
+            head = await store.current_revision()
+            watch = store.watch(None, head)
+            waiting = asyncio.ensure_future(take(watch, 5))
+            await asyncio.sleep(0.05)  # the watcher is waiting now
+            reads = 0
+            real_read = store.database.read
+
+            async def counting_read(*args):
+                nonlocal reads
+                reads += 1
+                return await real_read(*args)
+
+            store.database.read = counting_read  # observe, not replace: the real read runs
+            await store.create("Cluster", "alpha", b"v1")
+            async with store.transaction() as tx:
+                await tx.update("Cluster", "alpha", b"v2")
+                await tx.create("Machine", "alpha/m0", b"m")
+                await tx.delete("Machine", "alpha/m0")
+            await store.update("Cluster", "alpha", b"v3")
+            live = await asyncio.wait_for(waiting, 5)
+            await watch.aclose()
+            assert reads <= 1  # at most a poll of the head, never the events themselves
+        async with (
+            ObjectStore.open(store_url) as reopened,
+            contextlib.aclosing(reopened.watch(None, head)) as events,
+        ):
+            assert await take(events, 5) == live
+
+    run(body())
+
+
+def test_writes_of_two_processes_interleaved_reach_a_watcher_in_order(store_url):
+    async def body() -> None:
+        async with ObjectStore.open(store_url) as here, ObjectStore.open(store_url) as there:
+            head = await here.current_revision()
+            async with contextlib.aclosing(here.watch("Cluster", head)) as events:
+                waiting = asyncio.ensure_future(take(events, 4))
+                await asyncio.sleep(0.05)
+                await here.create("Cluster", "a", b"")
+                await there.create("Cluster", "b", b"")  # not known here until read or polled
+                await here.create("Cluster", "c", b"")
+                await there.create("Cluster", "d", b"")
+                received = await asyncio.wait_for(waiting, 5)
+            assert [e.key for e in received] == ["a", "b", "c", "d"]
+            revisions = [e.revision for e in received]
+            assert revisions == sorted(revisions)
+
+    run(body())

@@ -54,7 +54,12 @@ def add_node_agent_command(commands: Any) -> None:
     agent = commands.add_parser(
         "node-agent", help="run a scheduler node that registers and streams its status"
     )
-    agent.add_argument("--name", required=True, help="node id (a DNS label; the certificate CN)")
+    agent.add_argument(
+        "--name",
+        default="",
+        help="node id, a DNS label and the certificate's CN (default: the account name; a node "
+        "account may act only for the node named like it)",
+    )
     for resource in ("cpu", "memory", "disk"):
         agent.add_argument(f"--{resource}", type=int, required=True, help=f"{resource} limit")
     agent.add_argument(
@@ -85,7 +90,8 @@ def add_node_agent_command(commands: Any) -> None:
 def options_from(args: argparse.Namespace) -> AgentOptions:
     """Checked options; SystemExit naming the flag that is wrong."""
     problems = []
-    if problem := dns_label_problem(args.name):
+    name = args.name or args.username
+    if problem := dns_label_problem(name):
         problems.append(f"--name: {problem}")
     for resource in ("cpu", "memory", "disk"):
         if getattr(args, resource) <= 0:
@@ -97,7 +103,7 @@ def options_from(args: argparse.Namespace) -> AgentOptions:
     if problems:
         raise SystemExit("portico node-agent: " + "; ".join(problems))
     return AgentOptions(
-        args.name,
+        name,
         args.cpu,
         args.memory,
         args.disk,

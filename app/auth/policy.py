@@ -5,7 +5,8 @@
 - ``operator``: everything but the admin-only RPCs;
 - ``viewer``: read-only RPCs — names starting ``Get``, ``List``, ``Show`` or ``Inspect`` (which
   covers ``GetLogs``, ``ListenEvents`` and ``GetInfo``) and all of the storage statistics;
-- ``node``: the scheduler's ``NodeService`` only;
+- ``node``: the scheduler's ``NodeService`` only (which lets a node account act only for the node
+  named like it);
 - every signed-in account may ``Logout``.
 
 A new RPC is covered by these rules the moment it is added to a .proto.

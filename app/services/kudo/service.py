@@ -17,6 +17,10 @@ Behaviour where SPEC is silent:
 - Create ignores the output fields ``status``, ``ip`` and ``resource.usage`` but refuses an ``id``
   (the scheduler assigns a UUID). Names need not be unique: the id identifies an instance.
 - STOPPED instances keep their node, address and reservation; Start resumes them there.
+- A ``node`` account speaks for one node only, the one named like the account (as Kubernetes'
+  NodeRestriction binds a kubelet to its Node): it may register a certificate with that CN,
+  report that id's status and unregister it; anything else is PERMISSION_DENIED. Admins and
+  operators may act for any node.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ import grpc
 from google.protobuf import empty_pb2
 
 import gen  # noqa: F401
+from app.auth.gate import current_caller
+from app.auth.policy import Role
 from app.services.kudo import instances, nodes
-from app.services.kudo.certificates import InvalidCertificate
+from app.services.kudo.certificates import InvalidCertificate, read_node_certificate
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.validation import instance_violations
 from app.services.status import Violations, abort_invalid, abort_rejected, abort_store_error
@@ -40,6 +46,17 @@ from app.store import ObjectStore, StoreError
 
 from scheduler import scheduler_pb2 as pb
 from scheduler import scheduler_pb2_grpc as pb_grpc
+
+
+def _check_speaks_for(node_id: str) -> None:
+    """Refuse a node account acting for a node other than its own (see the module docstring)."""
+    caller = current_caller.get()
+    if caller is not None and caller.role == Role.NODE and node_id != caller.username:
+        raise SchedulerError(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"node account {caller.username!r} may act only for node {caller.username!r}, "
+            f"not {node_id!r}",
+        )
 
 
 async def _refuse(context: grpc.aio.ServicerContext, error: Exception) -> None:
@@ -72,6 +89,7 @@ class NodeService(pb_grpc.NodeServiceServicer):
             )
             await abort_invalid(context, found)
         try:
+            _check_speaks_for(read_node_certificate(request.certificate).node_id)
             node, description = await nodes.register_node(
                 self.store, request.certificate, self.subnet_pool
             )
@@ -97,6 +115,7 @@ class NodeService(pb_grpc.NodeServiceServicer):
                 if found:
                     await abort_invalid(context, found)
                 try:
+                    _check_speaks_for(message.id)
                     await nodes.report_status(
                         self.store,
                         message,
@@ -123,8 +142,9 @@ class NodeService(pb_grpc.NodeServiceServicer):
             found.add("id", "is required (the node id)")
             await abort_invalid(context, found)
         try:
+            _check_speaks_for(request.id)
             description = await nodes.unregister_node(self.store, request.id, self.clock)
-        except StoreError as exc:
+        except (SchedulerError, StoreError) as exc:
             await _refuse(context, exc)
         return pb.NodeUnregisterResponse(code=0, description=description)
 

@@ -61,6 +61,55 @@ def _names(statuses: list[pb.InstanceStatus]) -> list[str]:
     return [pb.Status.Name(s.status) for s in statuses]
 
 
+def test_a_node_account_speaks_only_for_the_node_named_like_it(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=0) as server:
+            node_token = await server.add_account("edge-1", "node")
+            admin_token = await server.login()
+            stub = pb_grpc.NodeServiceStub(server.channel)
+
+            own = await stub.Register(
+                pb.NodeRegisterRequest(certificate=certificate("edge-1")),
+                metadata=bearer(node_token),
+            )
+            assert own.code == 0
+            other = await server.http.post(
+                "/v1/scheduler/nodes:register",
+                json={"certificate": certificate("edge-2")},
+                headers=headers(node_token),
+            )
+            assert other.status_code == 403, other.text
+            assert "edge-2" in other.json()["message"]
+            assert await stored_node(server, "edge-2") is None
+
+            def report(node: str) -> pb.NodeStatus:
+                limit = pb.ResourceSummary(cpu=2, memory=1024, disk=10)
+                return pb.NodeStatus(id=node, status=pb.RUNNING, resource=pb.Resource(limit=limit))
+
+            await stub.Status(iter([report("edge-1")]), metadata=bearer(node_token))
+            with pytest.raises(grpc.aio.AioRpcError) as spoofed:
+                await stub.Status(iter([report("edge-2")]), metadata=bearer(node_token))
+            assert spoofed.value.code() is grpc.StatusCode.PERMISSION_DENIED
+
+            # An admin acts for any node; the node account cannot remove another one.
+            await stub.Register(
+                pb.NodeRegisterRequest(certificate=certificate("edge-2")),
+                metadata=bearer(admin_token),
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as removed:
+                await stub.Unregister(
+                    pb.NodeUnregisterRequest(id="edge-2"), metadata=bearer(node_token)
+                )
+            assert removed.value.code() is grpc.StatusCode.PERMISSION_DENIED
+            assert await stored_node(server, "edge-2") is not None
+            gone = await server.http.post(
+                "/v1/scheduler/nodes/edge-1:unregister", json={}, headers=headers(node_token)
+            )
+            assert gone.status_code == 200, gone.text
+
+    run(scenario())
+
+
 def test_nodes_register_once_per_certificate_and_the_pool_runs_out(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, sim_nodes=0, node_subnet_pool="10.128.0.0/23") as server:

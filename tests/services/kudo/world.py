@@ -139,10 +139,11 @@ async def node_agent(
     server: Running, cert_dir: Path, name: str, cpu: int, memory: int, disk: int
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """The real ``portico node-agent`` in a subprocess, against the server's gRPC port."""
-    await server.add_account("node-agent", "node", password="agent-password")
+    # A node account speaks for the node named like it.
+    await server.add_account(name, "node", password="agent-password")
     env = {
         **os.environ,
-        "PORTICO_NODE_USERNAME": "node-agent",
+        "PORTICO_NODE_USERNAME": name,
         "PORTICO_NODE_PASSWORD": "agent-password",
     }
     process = await asyncio.create_subprocess_exec(

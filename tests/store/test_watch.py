@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from typing import Any
 
 import grpc
 import pytest
@@ -19,6 +20,20 @@ from tests.store.conftest import run
 async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
     """The next ``count`` events."""
     return [await anext(events) for _ in range(count)]
+
+
+def count_reads(store: ObjectStore) -> Callable[[], int]:
+    """How many database reads the store makes from now on (observed: each still runs)."""
+    count = 0
+    real_read = store.database.read
+
+    async def counting_read(*args: Any) -> Any:
+        nonlocal count
+        count += 1
+        return await real_read(*args)
+
+    store.database.read = counting_read  # type: ignore[method-assign]
+    return lambda: count
 
 
 def test_replay_gives_every_write_in_order_with_its_type(with_store):
@@ -197,19 +212,11 @@ def test_many_watchers_of_one_change_cost_one_log_read(with_store):
         watches = [store.watch("Cluster", head) for _ in range(200)]
         firsts = [asyncio.ensure_future(anext(w)) for w in watches]
         await asyncio.sleep(0.05)  # every watcher is waiting now
-        reads = 0
-        real_read = store.database.read
-
-        async def counting_read(*args):
-            nonlocal reads
-            reads += 1
-            return await real_read(*args)
-
-        store.database.read = counting_read  # observe, not replace: the real read runs
+        reads = count_reads(store)
         await store.create("Cluster", "shared", b"")
         received = await asyncio.gather(*firsts)
         assert {e.key for e in received} == {"shared"}
-        assert reads <= 2  # the shared tail's read (and at most one poll), not one per watcher
+        assert reads() <= 2  # the shared tail's read (and at most one poll), not one per watcher
         for watch in watches:
             await watch.aclose()
 
@@ -233,15 +240,7 @@ def test_watchers_get_this_processs_writes_without_a_log_read_exactly_as_logged(
             watch = store.watch(None, head)
             waiting = asyncio.ensure_future(take(watch, 5))
             await asyncio.sleep(0.05)  # the watcher is waiting now
-            reads = 0
-            real_read = store.database.read
-
-            async def counting_read(*args):
-                nonlocal reads
-                reads += 1
-                return await real_read(*args)
-
-            store.database.read = counting_read  # observe, not replace: the real read runs
+            reads = count_reads(store)
             await store.create("Cluster", "alpha", b"v1")
             async with store.transaction() as tx:
                 await tx.update("Cluster", "alpha", b"v2")
@@ -250,7 +249,7 @@ def test_watchers_get_this_processs_writes_without_a_log_read_exactly_as_logged(
             await store.update("Cluster", "alpha", b"v3")
             live = await asyncio.wait_for(waiting, 5)
             await watch.aclose()
-            assert reads <= 1  # at most a poll of the head, never the events themselves
+            assert reads() <= 1  # at most a poll of the head, never the events themselves
         async with (
             ObjectStore.open(store_url) as reopened,
             contextlib.aclosing(reopened.watch(None, head)) as events,

@@ -1,6 +1,7 @@
 """Portico's benchmark: one command, a table and a JSON file of results.
 
     python -m tests.bench.run [--seconds 5] [--workers 1,2] [--sse 100,1000] [--out FILE]
+                              [--readme]
 
 For each worker count it starts ``portico serve`` (SQLite in a temporary folder, a bench
 account), logs in, and drives it on loopback with wrk (Debian's package) and two Python load
@@ -137,15 +138,16 @@ def rss_mib(root_pid: int) -> list[float]:
         text=True,
         check=False,
     ).stdout
-    sizes = []
+    root, workers = [], []
     for line in out.splitlines():
         pid, rss, args = line.split(None, 2)
-        if "taskset" in args or "ps -o" in args:
-            continue
-        # With several workers the parent only supervises; the workers are spawned children.
-        if "multiprocessing" in args or int(pid) == root_pid:
-            sizes.append(int(rss) / 1024)
-    return sizes if len(sizes) == 1 else sizes[1:] or sizes
+        # With several workers the parent only supervises; the workers are spawned children
+        # (multiprocessing's resource tracker is another child, and no worker).
+        if "spawn_main" in args:
+            workers.append(int(rss) / 1024)
+        elif int(pid) == root_pid:
+            root.append(int(rss) / 1024)
+    return workers or root
 
 
 @dataclass
@@ -402,12 +404,30 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+README = ROOT / "README.md"
+README_TABLE = re.compile(r"(<!-- bench-table:begin -->\n).*?(<!-- bench-table:end -->)", re.S)
+
+
+def readme_with(readme: str, results: dict[str, Any]) -> str:
+    """``readme`` with its benchmark table replaced by the one for ``results``."""
+    if not README_TABLE.search(readme):
+        raise ValueError("README.md has no <!-- bench-table:begin/end --> markers")
+    machine = results["machine"]
+    section = (
+        f"Run {results['when']} on {machine['cpus']} CPUs ({machine['processor']}), Python "
+        f"{machine['python']}; {results['seconds']} s per case, {results['connections']} "
+        f"connections.\n\n{table(results)}\n"
+    )
+    return README_TABLE.sub(lambda m: m.group(1) + section + m.group(2), readme)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5, help="length of each load run (s)")
     parser.add_argument("--workers", default="1,2", help="server worker counts to measure")
     parser.add_argument("--sse", default="100,1000", help="SSE subscriber counts to measure")
     parser.add_argument("--out", type=Path, default=Path("bench-results.json"))
+    parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("the benchmark needs wrk: apt-get install wrk")
@@ -432,6 +452,9 @@ def main() -> None:
     args.out.write_text(json.dumps(results, indent=2))
     print(table(results))
     print(f"\nresults written to {args.out}")
+    if args.readme:
+        README.write_text(readme_with(README.read_text(), results))
+        print("and into README.md")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ the REST side, and so that the optional authenticate hook runs for every call.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -131,6 +132,11 @@ def _guard_unary(
 def _guard_stream(
     method: Method, behaviour: Callable[..., Any], authenticate: Authenticate | None
 ) -> Callable[..., Any]:
+    if not inspect.isasyncgenfunction(behaviour):
+        # A handler that sends with context.write() and returns: grpc.aio awaits those, and only
+        # a coroutine around it (not a generator) may write.
+        return _guard_unary(method, behaviour, authenticate)
+
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             await _authenticate(method, context, authenticate)

@@ -7,9 +7,11 @@ the servicer returns, metadata flows both ways, deadlines come from ``grpc-timeo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, NoReturn
 
 import grpc
@@ -46,6 +48,8 @@ class GatewayContext(grpc.aio.ServicerContext):
         self._cancelled = False
         self._done = False
         self._callbacks: list[Callable[[Any], None]] = []
+        self._requests: AsyncIterator[Any] | None = None  # what read() takes from
+        self._outbox: asyncio.Queue[Any] | None = None  # what write() puts into
 
     # -- what the servicer reads ---------------------------------------------------------------
 
@@ -137,13 +141,59 @@ class GatewayContext(grpc.aio.ServicerContext):
     def disable_next_message_compression(self) -> None:
         """Compression is HTTP's business here; accepted and ignored."""
 
-    async def read(self) -> NoReturn:
-        raise grpc.aio.UsageError("read the request iterator; context.read() is not supported")
+    async def read(self) -> Any:
+        """The next request of a client stream, or ``grpc.aio.EOF`` after the last one."""
+        if self._requests is None:
+            raise grpc.aio.UsageError("read() is only for client-streaming calls")
+        return await anext(self._requests, grpc.aio.EOF)
 
-    async def write(self, message: Any) -> NoReturn:
-        raise grpc.aio.UsageError("yield replies; context.write() is not supported")
+    async def write(self, message: Any) -> None:
+        """Send one reply of a server stream, from a handler that returns instead of yielding."""
+        if self._outbox is None:
+            raise grpc.aio.UsageError("write() is only for server-streaming handlers that return")
+        await self._outbox.put(message)
 
     # -- what the router does -----------------------------------------------------------------
+
+    def read_from(self, requests: AsyncIterator[Any]) -> None:
+        """Let ``read()`` take the client stream's requests (the handler's iterator is the same)."""
+        self._requests = requests
+
+    def replies(self, handler_result: Any) -> AsyncIterator[Any]:
+        """A server stream's replies: those an async-generator handler yields, or those a handler
+        that returns sends with ``write()`` (grpc.aio allows both styles)."""
+        if hasattr(handler_result, "__aiter__"):
+            return handler_result.__aiter__()  # type: ignore[no-any-return]
+        return self._written(handler_result)
+
+    async def _written(self, handler_call: Awaitable[Any]) -> AsyncIterator[Any]:
+        # One reply in flight: write() waits until the router has taken the previous one, as a
+        # slow client slows a gRPC handler down.
+        self._outbox = outbox = asyncio.Queue(maxsize=1)
+        handler = asyncio.ensure_future(handler_call)
+        # The call may end while the router is not iterating any more (the client went away).
+        self.add_done_callback(lambda _: handler.cancel())
+        handler.add_done_callback(lambda done: done.cancelled() or done.exception())
+        taken: asyncio.Future[Any] | None = None
+        try:
+            while True:
+                taken = asyncio.ensure_future(outbox.get())
+                await asyncio.wait({taken, handler}, return_when=asyncio.FIRST_COMPLETED)
+                if taken.done():
+                    yield taken.result()
+                    continue
+                taken.cancel()
+                while not outbox.empty():
+                    yield outbox.get_nowait()
+                handler.result()  # the handler's failure, after the replies it wrote before it
+                return
+        finally:
+            if taken is not None:
+                taken.cancel()
+            if not handler.done():
+                handler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await handler
 
     def status_error(self) -> GatewayError | None:
         """The failure set with ``set_code``/``set_details``, if any."""

@@ -263,6 +263,7 @@ class RpcDispatcher:
                     self.options.json,
                     self.options.max_body_bytes,
                 )
+                context.read_from(request)
             else:
                 if match.plan.body:
                     _check_content_type(call.headers, b"application/json")
@@ -275,7 +276,7 @@ class RpcDispatcher:
                 await _send(send, 200, b"application/json", payload, call.request_id, context)
                 return
             handler = self._handler(method)
-            replies = handler(request, context).__aiter__()
+            replies = context.replies(handler(request, context))
             if framing.opening:
                 started = True
                 context.headers_sent = True
@@ -358,8 +359,9 @@ class RpcDispatcher:
                 self.options.json,
                 self.options.max_body_bytes,
             )
+            context.read_from(requests)
             handler = self._handler(call.method)
-            async for reply in handler(requests, context).__aiter__():
+            async for reply in context.replies(handler(requests, context)):
                 text = self._reply_json(match, reply, streamed=True).decode()
                 await send({"type": "websocket.send", "text": text})
             error = context.status_error()

@@ -152,3 +152,24 @@ class ShelfServicer(pb_grpc.ShelfServicer):
 
 def _code(number: int) -> grpc.StatusCode:
     return next(c for c in grpc.StatusCode if c.value[0] == number)
+
+
+class WritingShelfServicer(ShelfServicer):
+    """The same API in grpc.aio's other style: replies sent with ``context.write()`` by handlers
+    that return, client streams taken with ``context.read()``."""
+
+    async def ListThings(self, request: Any, context: grpc.aio.ServicerContext) -> None:  # type: ignore[override]
+        async for thing in super().ListThings(request, context):
+            await context.write(thing)
+
+    async def CollectThings(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
+        names = []
+        while (thing := await context.read()) is not grpc.aio.EOF:
+            names.append(thing.name)
+        return pb.ThingSummary(count=len(names), names=names)
+
+    async def ChatThings(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:  # type: ignore[override]
+        while (thing := await context.read()) is not grpc.aio.EOF:
+            if thing.name == "fail":
+                await context.abort(grpc.StatusCode.ABORTED, "asked to fail")
+            await context.write(pb.Thing(name=thing.name.upper()))

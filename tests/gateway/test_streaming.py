@@ -14,7 +14,10 @@ from app.gateway.routes import GatewayOptions, create_app
 from tests.harness import uvicorn_serving
 
 from .conftest import run, serving, shelf_registry
-from .shelf import SERVICE, ShelfServicer, pb
+from .shelf import SERVICE, ShelfServicer, WritingShelfServicer, pb
+
+# Both handler styles grpc.aio allows: yielding and iterating, or context.write() and read().
+BOTH_STYLES = pytest.mark.parametrize("style", [ShelfServicer, WritingShelfServicer])
 
 
 def lines(response: Any) -> list[dict[str, Any]]:
@@ -32,9 +35,10 @@ def test_server_stream_as_ndjson() -> None:
     assert names == ["shelves/s1/things/0", "shelves/s1/things/1", "shelves/s1/things/2"]
 
 
-def test_server_stream_failure_midway_is_a_final_error_line() -> None:
+@BOTH_STYLES
+def test_server_stream_failure_midway_is_a_final_error_line(style: type[ShelfServicer]) -> None:
     async def check() -> Any:
-        async with serving() as served:
+        async with serving(servicer=style()) as served:
             return await served.http.get(
                 "/v1/shelves/s1/things", params={"count": 5, "fail": "true", "fail_after": 2}
             )
@@ -46,9 +50,12 @@ def test_server_stream_failure_midway_is_a_final_error_line() -> None:
     assert items[-1]["error"] == {"code": 9, "message": "stopped at 2", "details": []}
 
 
-def test_server_stream_failure_before_the_first_message_gets_its_http_status() -> None:
+@BOTH_STYLES
+def test_server_stream_failure_before_the_first_message_gets_its_http_status(
+    style: type[ShelfServicer],
+) -> None:
     async def check() -> Any:
-        async with serving() as served:
+        async with serving(servicer=style()) as served:
             return await served.http.get(
                 "/v1/shelves/s1/things", params={"count": 5, "fail": "true", "fail_after": 0}
             )
@@ -118,9 +125,10 @@ def test_client_stream_bad_line_is_400_naming_the_line() -> None:
     assert "nope" in response.json()["message"]
 
 
-def test_bidi_half_duplex_over_post() -> None:
+@BOTH_STYLES
+def test_bidi_half_duplex_over_post(style: type[ShelfServicer]) -> None:
     async def check() -> Any:
-        async with serving() as served:
+        async with serving(servicer=style()) as served:
             return await served.http.post(
                 "/v1/things:chat", content=b'{"name": "a"}\n{"name": "b"}\n'
             )
@@ -129,9 +137,10 @@ def test_bidi_half_duplex_over_post() -> None:
     assert [item["result"]["name"] for item in lines(response)] == ["A", "B"]
 
 
-def test_streams_agree_with_grpc() -> None:
+@BOTH_STYLES
+def test_streams_agree_with_grpc(style: type[ShelfServicer]) -> None:
     async def check() -> None:
-        async with serving() as served:
+        async with serving(servicer=style()) as served:
             rest = await served.http.get("/v1/shelves/s1/things", params={"count": 2})
             grpc_replies = [
                 r
@@ -161,8 +170,11 @@ def live_app(servicer: ShelfServicer) -> Any:
     return create_app(shelf_registry(), {SERVICE: servicer}, GatewayOptions())
 
 
-def test_messages_are_flushed_as_produced_and_disconnect_cancels() -> None:
-    servicer = ShelfServicer()
+@BOTH_STYLES
+def test_messages_are_flushed_as_produced_and_disconnect_cancels(
+    style: type[ShelfServicer],
+) -> None:
+    servicer = style()
 
     async def check() -> None:
         async with uvicorn_serving(live_app(servicer)) as address, httpx.AsyncClient() as client:
@@ -177,8 +189,9 @@ def test_messages_are_flushed_as_produced_and_disconnect_cancels() -> None:
     run(check())
 
 
-def test_bidi_over_websocket() -> None:
-    servicer = ShelfServicer()
+@BOTH_STYLES
+def test_bidi_over_websocket(style: type[ShelfServicer]) -> None:
+    servicer = style()
 
     async def check() -> None:
         async with uvicorn_serving(live_app(servicer)) as address:

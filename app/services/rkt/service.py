@@ -21,6 +21,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -105,9 +106,32 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.version = __version__
         self.open_streams = 0
         self._recent: dict[int, InstanceRecord] = {}
+        self._snapshot_read: asyncio.Future[tuple[int, list[InstanceRecord]]] | None = None
 
     async def _instances(self) -> list[InstanceRecord]:
         return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
+
+    async def _stream_start(self) -> tuple[int, list[InstanceRecord]]:
+        """A revision and every instance as of it, for an event stream to start from.
+
+        Streams that start while one is being read share it (a thousand dashboards opening at
+        once cost one read): whatever changed since still reaches each of them, as they watch
+        the log from that revision.
+        """
+        if self._snapshot_read is None:
+            self._snapshot_read = read = asyncio.ensure_future(self._read_stream_start())
+            read.add_done_callback(self._stream_start_read)
+        # Shielded: a stream that goes away must not cancel the read the others wait for.
+        return await asyncio.shield(self._snapshot_read)
+
+    async def _read_stream_start(self) -> tuple[int, list[InstanceRecord]]:
+        revision = await self.store.current_revision()
+        return revision, await self._instances()
+
+    def _stream_start_read(self, read: asyncio.Future[Any]) -> None:
+        self._snapshot_read = None
+        if not read.cancelled():
+            read.exception()  # retrieved: a read nobody waits for any more is not reported
 
     async def _pod_instance(self, pod_id: str, context: grpc.aio.ServicerContext) -> tuple:
         try:
@@ -193,9 +217,9 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             await abort_invalid(context, found)
         self.open_streams += 1
         try:
-            revision = await self.store.current_revision()
+            revision, instances = await self._stream_start()
             translator = EventTranslator()
-            backlog = translator.replay(await self._instances())
+            backlog = translator.replay(instances)
             if wanted.since_time:
                 replayed = [e for e in backlog if filters.event_matches(e, wanted)]
                 if replayed:

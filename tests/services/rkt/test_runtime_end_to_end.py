@@ -204,6 +204,45 @@ async def _closed(server: Running) -> bool:
     return open_streams(server) == 0
 
 
+def test_event_streams_starting_together_share_one_read_and_each_gets_every_event(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=1) as server:
+            token = await server.login()
+            web = await _start(server, token, "web", NGINX)
+            store = server.portico.store
+            assert store is not None
+            reads = 0
+            real_read = store.current_revision
+
+            async def slow_read() -> int:
+                nonlocal reads
+                reads += 1
+                await asyncio.sleep(0.2)  # a slow database: every stream starts meanwhile
+                return await real_read()
+
+            store.current_revision = slow_read  # type: ignore[method-assign]
+            api = rkt_grpc.PublicAPIStub(server.channel)
+            wanted = rkt.EventFilter(ids=[web], types=[rkt.EVENT_TYPE_POD_EXITED])
+            request = rkt.ListenEventsRequest(filter=wanted)
+            streams = [api.ListenEvents(request, metadata=bearer(token)) for _ in range(20)]
+            readers = [asyncio.ensure_future(anext(s.__aiter__())) for s in streams]
+            await eventually(lambda: _all_open(server, 20))
+            await asyncio.sleep(0.4)  # the shared read is done: every stream is watching now
+            stub = pb_grpc.InstanceServiceStub(server.channel)
+            await stub.Stop(pb.InstanceIdentifier(id=web), metadata=bearer(token))
+            replies = await asyncio.wait_for(asyncio.gather(*readers), 5)
+            assert {_events([reply])[0] for reply in replies} == {("EVENT_TYPE_POD_EXITED", "web")}
+            assert reads == 1
+            for stream in streams:
+                stream.cancel()
+
+    run(scenario())
+
+
+async def _all_open(server: Running, count: int) -> bool:
+    return open_streams(server) >= count
+
+
 def test_get_logs_returns_the_last_lines_and_follows_new_ones(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, sim_nodes=1) as server:

@@ -7,7 +7,8 @@ Behaviour where SPEC is silent (see :mod:`app.services.rkt.pods` for the mapping
 - All times are seconds since the epoch (pod timestamps: nanoseconds). ``since_time`` is
   inclusive, ``until_time`` exclusive. ListenEvents without ``since_time`` sends only new events;
   with one it first replays the stored transitions from then on. A stream with ``until_time``
-  closes at that moment.
+  closes at that moment. Streams that open together start from one shared read of the
+  instances, so one may also get a change made a moment before it opened.
 - GetLogs: one line per transition of the pod's app; ``lines`` 0 means all; an ``app_name`` the
   pod does not have is NOT_FOUND. The first reply carries the existing lines (possibly none); with
   ``follow`` new lines follow until the client leaves, ``until_time`` passes or the pod is

@@ -41,17 +41,21 @@ Slot = tuple[str, int]  # (pool, index)
 
 async def reserved_machines(tx: Reader) -> int:
     """How many machines the stored specs ask for, all clusters together."""
-    record = await tx.get(*RESERVATION)
-    return 0 if record is None else record.parse(wrappers_pb2.Int64Value).value
+    return _reserved(await tx.get(*RESERVATION))
 
 
 async def reserve_machines(tx: Writer, delta: int) -> None:
     """Change the reservation by ``delta`` machines (negative when specs shrink or go)."""
-    total = wrappers_pb2.Int64Value(value=await reserved_machines(tx) + delta)
-    if await tx.get(*RESERVATION) is None:
+    record = await tx.get(*RESERVATION)
+    total = wrappers_pb2.Int64Value(value=_reserved(record) + delta)
+    if record is None:
         await tx.create(*RESERVATION, total)
     else:
         await tx.update(*RESERVATION, total)
+
+
+def _reserved(record: Record | None) -> int:
+    return 0 if record is None else record.parse(wrappers_pb2.Int64Value).value
 
 
 def machine_key(cluster: str, pool: str, index: int) -> str:

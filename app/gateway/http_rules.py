@@ -270,7 +270,7 @@ class RouteTable:
                 if plan is None:
                     allow.update(by_method)
                     continue
-                return RouteMatch(plan, _path_values(plan, segments))
+                return RouteMatch(plan, _path_values(plan, raw, segments))
         if allow:
             raise MethodNotAllowed(frozenset(allow))
         raise NoRoute(raw_path)
@@ -303,11 +303,25 @@ def _walk(
         yield node.rest
 
 
-def _path_values(plan: BindingPlan, segments: list[str]) -> tuple[tuple[FieldPath, str], ...]:
-    return tuple(
-        (fields, "/".join(segments[variable.start : variable.end]))
-        for variable, fields in plan.path_fields
-    )
+def _path_values(
+    plan: BindingPlan, raw: list[str], decoded: list[str]
+) -> tuple[tuple[FieldPath, str], ...]:
+    """Each variable's text. As google.api.http says, a variable of one segment is fully
+    percent-decoded, while one of several segments keeps ``%2F`` as it is, so an encoded slash
+    stays distinguishable from a separator."""
+    values = []
+    for variable, fields in plan.path_fields:
+        end = len(raw) if variable.end is None else variable.end
+        if variable.end is not None and end - variable.start == 1:
+            values.append((fields, decoded[variable.start]))
+        else:
+            parts = (_decode_keeping_slashes(s) for s in raw[variable.start : end])
+            values.append((fields, "/".join(parts)))
+    return tuple(values)
+
+
+def _decode_keeping_slashes(segment: str) -> str:
+    return unquote(segment.replace("%2F", "%252F").replace("%2f", "%252f"))
 
 
 def build_route_table(methods: Iterable[Method]) -> RouteTable:

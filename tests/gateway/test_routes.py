@@ -93,6 +93,14 @@ def test_percent_encoded_path_variable_is_decoded() -> None:
     assert seen.name == "t:1"
 
 
+def test_an_encoded_slash_stays_encoded_only_in_a_variable_of_several_segments() -> None:
+    # google.api.http: multi-segment variables keep %2F (reserved expansion), single ones decode.
+    _, seen = rest("GET", "/v1/shelves/s%2F1/things/t%2F1/x%20y")
+    assert seen.name == "shelves/s%2F1/things/t%2F1/x y"
+    _, seen = rest("GET", "/v1/kinds/a%2Fb/things/t%2F1")
+    assert (seen.filter.kind, seen.name) == ("a/b", "t/1")
+
+
 def test_query_parameters_bind_remaining_fields() -> None:
     query = [
         ("filter.minSize", "12"),

@@ -15,7 +15,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -318,6 +318,7 @@ class RpcDispatcher:
         if (await receive())["type"] != "websocket.connect":
             return
         headers = dict(scope["headers"])
+        subprotocol = _websocket_credentials(scope.get("subprotocols") or (), headers)
         request_id = _request_id(headers)
         plans = self.routes.methods_for_path(_raw_path(scope))
         streaming_plans = [
@@ -335,7 +336,11 @@ class RpcDispatcher:
             await send({"type": "websocket.close", "code": 1008, "reason": exc.message[:120]})
             return
         await send(
-            {"type": "websocket.accept", "headers": [(b"x-request-id", request_id.encode())]}
+            {
+                "type": "websocket.accept",
+                "subprotocol": subprotocol,
+                "headers": [(b"x-request-id", request_id.encode())],
+            }
         )
         context = call.context
         worker = asyncio.ensure_future(self._websocket_call(call, plan, send, context, receive))
@@ -482,6 +487,24 @@ class RpcDispatcher:
             context,
             error.headers,
         )
+
+
+WEBSOCKET_SUBPROTOCOL = "portico.json"
+_BEARER_SUBPROTOCOL = "bearer."
+
+
+def _websocket_credentials(offered: Sequence[str], headers: dict[bytes, bytes]) -> str | None:
+    """The subprotocol to accept, after taking a token offered as ``bearer.<token>``.
+
+    Browsers cannot set headers on a WebSocket, so they may offer the token as a subprotocol
+    beside ``portico.json`` (as Kubernetes does for its API server); the answer names
+    ``portico.json`` only, never the token. An Authorization header still wins.
+    """
+    for protocol in offered:
+        if protocol.startswith(_BEARER_SUBPROTOCOL) and b"authorization" not in headers:
+            token = protocol[len(_BEARER_SUBPROTOCOL) :]
+            headers[b"authorization"] = b"Bearer " + token.encode("latin-1")
+    return WEBSOCKET_SUBPROTOCOL if WEBSOCKET_SUBPROTOCOL in offered else None
 
 
 def _pump_cancelling_on_disconnect(

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
+from app.gateway.errors import GatewayError
 from app.gateway.routes import GatewayOptions, create_app
 from tests.harness import uvicorn_serving
 
@@ -208,6 +209,33 @@ def test_bidi_over_websocket(style: type[ShelfServicer]) -> None:
                 replies = [json.loads(message) async for message in socket]
                 assert replies == [{"result": json.loads(json.dumps(replies[0]["result"]))}]
                 assert replies[0]["result"]["name"] == "C"
+
+    run(check())
+
+
+def test_a_browser_websocket_passes_its_token_as_a_subprotocol() -> None:
+    # Browsers cannot set headers on a WebSocket: the token comes as "bearer.<token>", and the
+    # server accepts naming only "portico.json", never echoing the token.
+    async def authenticate(method: Any, metadata: Any) -> str:
+        if ("authorization", "Bearer good") not in metadata:
+            raise GatewayError(grpc.StatusCode.UNAUTHENTICATED, "a bearer token is required")
+        return "alice"
+
+    app = create_app(
+        shelf_registry(), {SERVICE: ShelfServicer()}, GatewayOptions(authenticate=authenticate)
+    )
+
+    async def check() -> None:
+        async with uvicorn_serving(app) as address:
+            url = f"ws://{address}/v1/things:chat"
+            async with connect(url, subprotocols=["portico.json", "bearer.good"]) as socket:
+                assert socket.subprotocol == "portico.json"
+                await socket.send(json.dumps({"name": "a"}))
+                assert json.loads(await socket.recv())["result"]["name"] == "A"
+            for offered in (["portico.json", "bearer.bad"], ["portico.json"]):
+                async with connect(url, subprotocols=offered) as socket:
+                    refused = json.loads(await socket.recv())
+                    assert refused["error"]["code"] == grpc.StatusCode.UNAUTHENTICATED.value[0]
 
     run(check())
 

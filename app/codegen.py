@@ -104,14 +104,20 @@ def rpc_table(registry: Registry) -> str:
     return "\n".join(lines) + "\n"
 
 
-_TABLE = re.compile(r"(<!-- rpc-table:begin -->\n).*?(<!-- rpc-table:end -->)", re.S)
+def readme_with_section(readme_text: str, name: str, content: str) -> str:
+    """The README text with ``content`` between its ``<!-- name:begin/end -->`` markers (the
+    parts of the README that are generated: the RPC table, the benchmark's numbers)."""
+    markers = re.compile(
+        rf"(<!-- {re.escape(name)}:begin -->\n).*?(<!-- {re.escape(name)}:end -->)", re.S
+    )
+    if not markers.search(readme_text):
+        raise ValueError(f"README.md has no <!-- {name}:begin/end --> markers")
+    return markers.sub(lambda m: m.group(1) + content + m.group(2), readme_text)
 
 
 def readme_with_table(readme_text: str, table: str) -> str:
     """The README text with the generated RPC table between its markers."""
-    if not _TABLE.search(readme_text):
-        raise ValueError("README.md has no <!-- rpc-table:begin/end --> markers")
-    return _TABLE.sub(lambda m: m.group(1) + table + m.group(2), readme_text)
+    return readme_with_section(readme_text, "rpc-table", table)
 
 
 def update_readme(readme: Path = README, registry: Registry | None = None) -> None:

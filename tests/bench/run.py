@@ -37,6 +37,8 @@ from typing import Any
 
 import httpx
 
+from app.codegen import readme_with_section
+
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "bench-password"
 CONNECTIONS = 64
@@ -405,20 +407,17 @@ def table(results: dict[str, Any]) -> str:
 
 
 README = ROOT / "README.md"
-README_TABLE = re.compile(r"(<!-- bench-table:begin -->\n).*?(<!-- bench-table:end -->)", re.S)
 
 
 def readme_with(readme: str, results: dict[str, Any]) -> str:
     """``readme`` with its benchmark table replaced by the one for ``results``."""
-    if not README_TABLE.search(readme):
-        raise ValueError("README.md has no <!-- bench-table:begin/end --> markers")
     machine = results["machine"]
     section = (
         f"Run {results['when']} on {machine['cpus']} CPUs ({machine['processor']}), Python "
         f"{machine['python']}; {results['seconds']} s per case, {results['connections']} "
         f"connections.\n\n{table(results)}\n"
     )
-    return README_TABLE.sub(lambda m: m.group(1) + section + m.group(2), readme)
+    return readme_with_section(readme, "bench-table", section)
 
 
 def main() -> None:

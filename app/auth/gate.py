@@ -25,6 +25,7 @@ from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordH
 from app.auth.throttle import LoginThrottle
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
 from app.services.status import Violation
+from app.shared_calls import SharedCalls
 from app.store import ObjectStore
 
 USERNAME = re.compile(r"^[A-Za-z0-9_-]{3,24}$")
@@ -92,9 +93,9 @@ class Gate:
         self.cache_size = cache_size
         self.recheck_seconds = recheck_seconds
         self._cache: OrderedDict[str, _Verified] = OrderedDict()
-        # Checks in progress, by token: every call with a token arrives at once when its cache
-        # entry is due, and one database check answers them all.
-        self._checking: dict[str, asyncio.Task[Caller]] = {}
+        # Every call with a token arrives at once when its cache entry is due: one database
+        # check answers them all.
+        self._checks: SharedCalls[Caller] = SharedCalls()
 
     async def login(self, username: str, password: str, client: str) -> tuple[str, Claims]:
         """A fresh token for valid credentials; Refused otherwise (same answer for any miss)."""
@@ -168,18 +169,7 @@ class Gate:
         return cached.caller
 
     async def _verify(self, token: str) -> Caller:
-        check = self._checking.get(token)
-        if check is None:
-            check = asyncio.ensure_future(self._check_token(token))
-            self._checking[token] = check
-            check.add_done_callback(functools.partial(self._checked, token))
-        # Shielded: a caller that goes away must not cancel the check the others wait for.
-        return await asyncio.shield(check)
-
-    def _checked(self, token: str, check: asyncio.Task[Caller]) -> None:
-        self._checking.pop(token, None)
-        if not check.cancelled():
-            check.exception()  # retrieved, so a check nobody waits for any more is not reported
+        return await self._checks.run(token, functools.partial(self._check_token, token))
 
     async def _check_token(self, token: str) -> Caller:
         now = time.monotonic()

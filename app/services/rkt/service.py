@@ -22,7 +22,6 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 
@@ -41,6 +40,7 @@ from app.services.rkt.pods import (
     pod_of,
 )
 from app.services.status import Violations, abort, abort_invalid
+from app.shared_calls import SharedCalls
 from app.store import EventType, ObjectStore, StoreError
 
 from scheduler import scheduler_pb2 as spb
@@ -107,7 +107,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.version = __version__
         self.open_streams = 0
         self._recent: dict[int, InstanceRecord] = {}
-        self._snapshot_read: asyncio.Future[tuple[int, list[InstanceRecord]]] | None = None
+        self._stream_starts: SharedCalls[tuple[int, list[InstanceRecord]]] = SharedCalls()
 
     async def _instances(self) -> list[InstanceRecord]:
         return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
@@ -119,20 +119,11 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         once cost one read): whatever changed since still reaches each of them, as they watch
         the log from that revision.
         """
-        if self._snapshot_read is None:
-            self._snapshot_read = read = asyncio.ensure_future(self._read_stream_start())
-            read.add_done_callback(self._stream_start_read)
-        # Shielded: a stream that goes away must not cancel the read the others wait for.
-        return await asyncio.shield(self._snapshot_read)
+        return await self._stream_starts.run(None, self._read_stream_start)
 
     async def _read_stream_start(self) -> tuple[int, list[InstanceRecord]]:
         revision = await self.store.current_revision()
         return revision, await self._instances()
-
-    def _stream_start_read(self, read: asyncio.Future[Any]) -> None:
-        self._snapshot_read = None
-        if not read.cancelled():
-            read.exception()  # retrieved: a read nobody waits for any more is not reported
 
     async def _pod_instance(self, pod_id: str, context: grpc.aio.ServicerContext) -> tuple:
         try:

@@ -161,15 +161,16 @@ class RpcDispatcher:
                 _check_content_type(call.headers, b"application/json")
                 body = await _read_body(receive, call.headers, self.options.max_body_bytes)
             request = self._request(match, scope, body)
-            reply = await self._invoke(call, context, request)
+            reply = await self._invoke(call, request)
         except GatewayError as exc:
             await self._send_error(send, exc, call.request_id, context)
             return
         payload = self._reply_json(match, reply)
         await _send(send, 200, b"application/json", payload, call.request_id, context)
 
-    async def _invoke(self, call: _Call, context: GatewayContext, request: Any) -> Any:
+    async def _invoke(self, call: _Call, request: Any) -> Any:
         """Run the servicer under the deadline, and turn every ending into a reply."""
+        context = call.context
         handler = self._handler(call.method)
         try:
             if context.deadline is None:
@@ -183,9 +184,9 @@ class RpcDispatcher:
             if context.time_remaining() == 0:
                 context.cancel()
                 raise GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded") from exc
-            raise self._unexpected(call, context, exc) from exc
+            raise self._unexpected(call, exc) from exc
         except Exception as exc:
-            raise self._unexpected(call, context, exc) from exc
+            raise self._unexpected(call, exc) from exc
         finally:
             context.finish()
         error = context.status_error()
@@ -201,7 +202,8 @@ class RpcDispatcher:
             raise internal_error()
         return reply
 
-    def _unexpected(self, call: _Call, context: GatewayContext, exc: Exception) -> GatewayError:
+    def _unexpected(self, call: _Call, exc: Exception) -> GatewayError:
+        context = call.context
         # A status set before raising (as generated base servicers do) is what grpc reports too.
         error = context.status_error()
         if error is not None:
@@ -230,10 +232,7 @@ class RpcDispatcher:
     async def _streaming(
         self, call: _Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        context = call.context
-        worker = asyncio.ensure_future(
-            self._stream_call(call, match, scope, send, context, receive)
-        )
+        worker = asyncio.ensure_future(self._stream_call(call, match, scope, send, receive))
         try:
             await worker
         except asyncio.CancelledError:
@@ -246,9 +245,9 @@ class RpcDispatcher:
         match: RouteMatch,
         scope: Scope,
         send: Send,
-        context: GatewayContext,
         receive: Receive,
     ) -> None:
+        context = call.context
         pump = _pump_cancelling_on_disconnect(receive, context)
         method = call.method
         framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
@@ -271,7 +270,7 @@ class RpcDispatcher:
                 body = await pump.read_body(self.options.max_body_bytes)
                 request = self._request(match, scope, body)
             if not method.server_streaming:
-                reply = await self._invoke(call, context, request)
+                reply = await self._invoke(call, request)
                 payload = self._reply_json(match, reply)
                 await _send(send, 200, b"application/json", payload, call.request_id, context)
                 return
@@ -301,7 +300,7 @@ class RpcDispatcher:
             context.cancel()
             error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
         except Exception as exc:
-            error = self._unexpected(call, context, exc)
+            error = self._unexpected(call, exc)
         finally:
             context.finish()
             pump.stop()
@@ -342,17 +341,15 @@ class RpcDispatcher:
                 "headers": [(b"x-request-id", request_id.encode())],
             }
         )
-        context = call.context
-        worker = asyncio.ensure_future(self._websocket_call(call, plan, send, context, receive))
+        worker = asyncio.ensure_future(self._websocket_call(call, plan, send, receive))
         try:
             await worker
         except asyncio.CancelledError:
             if not worker.cancelled():
                 raise
 
-    async def _websocket_call(
-        self, call: _Call, plan: Any, send: Send, context: GatewayContext, receive: Receive
-    ) -> None:
+    async def _websocket_call(self, call: _Call, plan: Any, send: Send, receive: Receive) -> None:
+        context = call.context
         pump = _pump_cancelling_on_disconnect(receive, context)
         match = RouteMatch(plan, ())
         error: GatewayError | None = None
@@ -373,7 +370,7 @@ class RpcDispatcher:
         except GatewayError as exc:
             error = exc
         except Exception as exc:
-            error = self._unexpected(call, context, exc)
+            error = self._unexpected(call, exc)
         finally:
             context.finish()
             pump.stop()

@@ -315,7 +315,7 @@ def test_calls_arriving_while_a_token_is_rechecked_share_one_check(tmp_path):
             async def slow_is_revoked(jti: str) -> bool:
                 nonlocal checks
                 checks += 1
-                await asyncio.sleep(0.05)  # a slow database: the other calls arrive meanwhile
+                await asyncio.sleep(0.2)  # a slow database: the other calls arrive meanwhile
                 return await is_revoked(jti)
 
             store.is_revoked = slow_is_revoked

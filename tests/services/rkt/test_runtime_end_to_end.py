@@ -217,7 +217,7 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
             async def slow_read() -> int:
                 nonlocal reads
                 reads += 1
-                await asyncio.sleep(0.2)  # a slow database: every stream starts meanwhile
+                await asyncio.sleep(0.3)  # a slow database: every stream starts meanwhile
                 return await real_read()
 
             store.current_revision = slow_read  # type: ignore[method-assign]
@@ -227,7 +227,7 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
             streams = [api.ListenEvents(request, metadata=bearer(token)) for _ in range(20)]
             readers = [asyncio.ensure_future(anext(s.__aiter__())) for s in streams]
             await eventually(lambda: _all_open(server, 20))
-            await asyncio.sleep(0.4)  # the shared read is done: every stream is watching now
+            await asyncio.sleep(0.6)  # the shared read is done: every stream is watching now
             stub = pb_grpc.InstanceServiceStub(server.channel)
             await stub.Stop(pb.InstanceIdentifier(id=web), metadata=bearer(token))
             replies = await asyncio.wait_for(asyncio.gather(*readers), 5)

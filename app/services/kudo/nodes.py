@@ -13,7 +13,7 @@ import time
 import grpc
 
 import gen  # noqa: F401
-from app.services.kudo.certificates import read_node_certificate
+from app.services.kudo.certificates import NodeCertificate
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import (
@@ -37,9 +37,10 @@ ATTEMPTS = 5  # retries of a write that lost an optimistic-concurrency race
 SILENT_STREAM_FACTOR = 4
 
 
-async def register_node(store: ObjectStore, pem: str, pool: str) -> tuple[NodeRecord, str]:
+async def register_node(
+    store: ObjectStore, certificate: NodeCertificate, pool: str
+) -> tuple[NodeRecord, str]:
     """Register the node a certificate names; the same certificate again changes nothing."""
-    certificate = read_node_certificate(pem)
     node_id = certificate.node_id
     for _ in range(ATTEMPTS):
         try:

@@ -89,10 +89,9 @@ class NodeService(pb_grpc.NodeServiceServicer):
             )
             await abort_invalid(context, found)
         try:
-            _check_speaks_for(read_node_certificate(request.certificate).node_id)
-            node, description = await nodes.register_node(
-                self.store, request.certificate, self.subnet_pool
-            )
+            certificate = read_node_certificate(request.certificate)
+            _check_speaks_for(certificate.node_id)
+            node, description = await nodes.register_node(self.store, certificate, self.subnet_pool)
         except InvalidCertificate as exc:
             found = Violations()
             found.add("certificate", str(exc))

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import gen  # noqa: F401
-from app.services.kudo.certificates import simulated_certificate
+from app.services.kudo.certificates import read_node_certificate, simulated_certificate
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.nodes import register_node, report_status
 from app.services.kudo.placement import Capacity
@@ -51,7 +51,7 @@ def simulated_nodes_job(
         for index in range(1, count + 1):
             name = simulated_node_name(index)
             try:
-                await register_node(store, simulated_certificate(name), pool)
+                await register_node(store, read_node_certificate(simulated_certificate(name)), pool)
             except SchedulerError as exc:
                 log.warning("simulated node %s not started: %s", name, exc.message)
                 continue

@@ -18,10 +18,12 @@ def require(what: str, reason: str) -> None:
     pytest.skip(message)
 
 
+# The original systems' API documents and wire facts, kept with the tests so that a clean clone
+# needs nothing outside the repository (test_original_data.py keeps them equal to the source).
+ORIGINAL_DIR = ROOT / "tests" / "data" / "original"
+
+
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The project's shared folder (seed documents, wire facts), beside the checkout."""
-    path = Path(os.environ.get("PORTICO_SHARED_DIR", ROOT.parent / "shared"))
-    if not (path / "wire.json").is_file():
-        require("the shared folder", f"no wire.json in {path} (set PORTICO_SHARED_DIR)")
-    return path
+def original_dir() -> Path:
+    """The seed documents (``seeds/``) and wire facts (``wire.json``) of the original systems."""
+    return ORIGINAL_DIR

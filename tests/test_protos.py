@@ -41,13 +41,13 @@ def pool(descriptor_set) -> descriptor_pool.DescriptorPool:
 
 
 @pytest.fixture(scope="module")
-def seeds(shared_dir: Path) -> list[SeedDoc]:
-    return [parse_seed(p, UNNAMED_PACKAGE) for p in seed_paths(shared_dir / "seeds")]
+def seeds(original_dir: Path) -> list[SeedDoc]:
+    return [parse_seed(p, UNNAMED_PACKAGE) for p in seed_paths(original_dir / "seeds")]
 
 
 @pytest.fixture(scope="module")
-def wire(shared_dir: Path) -> dict:
-    return json.loads((shared_dir / "wire.json").read_text())
+def wire(original_dir: Path) -> dict:
+    return json.loads((original_dir / "wire.json").read_text())
 
 
 def type_name(field: FieldDescriptor) -> str:

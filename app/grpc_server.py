@@ -21,8 +21,8 @@ from grpc_status import rpc_status
 
 from app.gateway.context import current_identity
 from app.gateway.errors import INTERNAL_MESSAGE, GatewayError
+from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
-from app.gateway.routes import Authenticate
 
 log = logging.getLogger("portico.grpc")
 

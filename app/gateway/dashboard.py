@@ -28,6 +28,8 @@ from starlette.staticfiles import StaticFiles
 log = logging.getLogger("portico.gateway")
 
 PREFIX = "/dashboard"
+FOLDER = f"{PREFIX}/"  # every path under it, when the files are mounted
+PATHS = ("/", FOLDER)  # answered whether or not the files are there
 INSTALLED_STATIC = Path("share", "portico", "static")  # under sys.prefix
 # Everything from this origin, nothing inline: dashboard.js has no use for inline script or
 # style, so an injected one (from a reply rendered by mistake) cannot run. Forms never submit
@@ -74,8 +76,9 @@ def find_static_dir(candidates: Iterable[Path] | None = None) -> Path | None:
     return None
 
 
-def add_dashboard(api: FastAPI, folder: Path | None = None) -> None:
-    """Serve the dashboard from ``folder`` (default: :func:`find_static_dir`) on ``api``."""
+def add_dashboard(api: FastAPI, folder: Path | None = None) -> bool:
+    """Serve the dashboard from ``folder`` (default: :func:`find_static_dir`) on ``api``;
+    True when its files are there (and every path under :data:`FOLDER` is the dashboard's)."""
 
     async def to_dashboard(request: Request) -> Response:
         return RedirectResponse(f"{PREFIX}/", status_code=307)
@@ -84,7 +87,7 @@ def add_dashboard(api: FastAPI, folder: Path | None = None) -> None:
     folder = folder if folder is not None else find_static_dir()
     if folder is not None and (folder / "index.html").is_file():
         api.mount(PREFIX, DashboardFiles(directory=folder, html=True), name="dashboard")
-        return
+        return True
     looked = ", ".join(str(c) for c in ([folder] if folder else static_candidates()))
     log.warning("dashboard files not found (looked in %s); /dashboard/ answers 404", looked)
     text = f"The dashboard's files are not installed here (looked in {looked}).\n"
@@ -92,4 +95,5 @@ def add_dashboard(api: FastAPI, folder: Path | None = None) -> None:
     async def missing(request: Request) -> Response:
         return PlainTextResponse(text, status_code=404)
 
-    api.add_route(f"{PREFIX}/", missing, methods=["GET", "HEAD"], include_in_schema=False)
+    api.add_route(FOLDER, missing, methods=["GET", "HEAD"], include_in_schema=False)
+    return False

@@ -1,0 +1,169 @@
+"""The REST flow of every RPC: match → gate → bind → invoke → render, unary and streaming.
+
+Per-request work is a trie lookup, JSON ↔ message conversion and the invoker's call; everything
+per method (plans, bound servicer methods) is computed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+from starlette.types import Receive, Scope, Send
+
+from app.gateway import http_io, streaming
+from app.gateway.errors import GatewayError, method_not_allowed, not_found
+from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch, RouteTable
+from app.gateway.invoker import Call, Invoker, admit, loop_time, new_call, unexpected_failure
+from app.gateway.options import GatewayOptions
+from app.gateway.transcoding import Transcoder
+
+
+class RpcDispatcher:
+    """ASGI app for HTTP requests to the RPC bindings in ``routes``, answered by ``invoker``."""
+
+    def __init__(
+        self,
+        routes: RouteTable,
+        invoker: Invoker,
+        transcoder: Transcoder,
+        options: GatewayOptions,
+    ) -> None:
+        self.routes = routes
+        self.invoker = invoker
+        self.transcoder = transcoder
+        self.options = options
+        self._proto_names = options.json.proto_names
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope["headers"])
+        request_id = http_io.request_id(headers)
+        try:
+            match = self.routes.match(scope["method"], http_io.raw_path(scope))
+        except NoRoute:
+            await http_io.send_error(send, not_found(scope["path"]), request_id, self._proto_names)
+            return
+        except MethodNotAllowed as exc:
+            error = method_not_allowed(scope["method"], scope["path"], exc.allow)
+            await http_io.send_error(send, error, request_id, self._proto_names)
+            return
+        try:
+            call = new_call(match.plan.method, headers, request_id, scope)
+        except GatewayError as exc:
+            await http_io.send_error(send, exc, request_id, self._proto_names)
+            return
+        if match.plan.method.kind == "unary":
+            await self._unary(call, match, scope, receive, send)
+        else:
+            await self._streaming(call, match, scope, receive, send)
+
+    async def _unary(
+        self, call: Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        context = call.context
+        try:
+            # Who is calling is settled first: an anonymous caller learns nothing from its input.
+            await admit(call, self.options.authenticate)
+            body = b""
+            if match.plan.body:
+                http_io.check_content_type(call.headers, b"application/json")
+                body = await http_io.read_body(receive, call.headers, self.options.max_body_bytes)
+            request = self._request(match, scope, body)
+            reply = await self.invoker.unary(call, request)
+        except GatewayError as exc:
+            await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
+            return
+        payload = self.transcoder.reply_json(match.plan, reply)
+        await http_io.send_whole(send, 200, b"application/json", payload, call.request_id, context)
+
+    def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Any:
+        query = scope.get("query_string", b"")
+        return self.transcoder.request(match.plan, match.path_values, query, body)
+
+    async def _streaming(
+        self, call: Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        worker = asyncio.ensure_future(self._stream_call(call, match, scope, send, receive))
+        try:
+            await worker
+        except asyncio.CancelledError:
+            if not worker.cancelled():
+                raise  # we were cancelled ourselves, not by a disconnect
+
+    async def _stream_call(
+        self,
+        call: Call,
+        match: RouteMatch,
+        scope: Scope,
+        send: Send,
+        receive: Receive,
+    ) -> None:
+        context = call.context
+        pump = http_io.pump_cancelling_on_disconnect(receive, context)
+        method = call.method
+        limit = self.options.max_body_bytes
+        framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
+        started = False
+        try:
+            await admit(call, self.options.authenticate)
+            if method.client_streaming:
+                http_io.check_content_type(
+                    call.headers, b"application/x-ndjson", b"application/json"
+                )
+                request: Any = streaming.ndjson_messages(
+                    pump.payloads(), method.input_type, self.options.json, limit
+                )
+                context.read_from(request)
+            else:
+                if match.plan.body:
+                    http_io.check_content_type(call.headers, b"application/json")
+                http_io.check_length(call.headers, limit)
+                body = await pump.read_body(limit)
+                request = self._request(match, scope, body)
+            if not method.server_streaming:
+                reply = await self.invoker.unary(call, request)
+                payload = self.transcoder.reply_json(match.plan, reply)
+                await http_io.send_whole(
+                    send, 200, b"application/json", payload, call.request_id, context
+                )
+                return
+            replies = self.invoker.stream(call, request)
+            if framing.opening:
+                started = True
+                context.headers_sent = True
+                await http_io.start(send, 200, framing.content_type, call.request_id, context)
+                await send(
+                    {"type": "http.response.body", "body": framing.opening, "more_body": True}
+                )
+            async with asyncio.timeout_at(
+                None if context.deadline is None else loop_time(context.deadline)
+            ):
+                async for reply in replies:
+                    rendered = self.transcoder.reply_json(match.plan, reply, streamed=True)
+                    frame = framing.frame(rendered)
+                    if not started:
+                        started = True
+                        context.headers_sent = True
+                        await http_io.start(
+                            send, 200, framing.content_type, call.request_id, context
+                        )
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+            error = context.status_error()
+        except GatewayError as exc:
+            error = exc
+        except TimeoutError:
+            context.cancel()
+            error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+        except Exception as exc:
+            error = unexpected_failure(call, exc)
+        finally:
+            context.finish()
+            pump.stop()
+        if not started:
+            if error is not None:
+                await http_io.send_error(send, error, call.request_id, self._proto_names, context)
+                return
+            await http_io.start(send, 200, framing.content_type, call.request_id, context)
+        tail = b"" if error is None else framing.error(error, self.options.json)
+        await send({"type": "http.response.body", "body": tail, "more_body": False})

@@ -1,0 +1,200 @@
+"""HTTP plumbing shared by every flow: request ids, headers ↔ gRPC metadata, bodies, responses.
+
+Nothing here knows a method or a message: it turns ASGI events and headers into what a call
+needs (metadata, a deadline, the body's bytes) and a call's outcome back into ASGI events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import itertools
+import os
+import time
+
+import grpc
+from starlette.types import Receive, Scope, Send
+
+from app.gateway import streaming
+from app.gateway.context import GatewayContext, Metadata
+from app.gateway.errors import BadRequest, GatewayError, body_too_large, unsupported_media_type
+
+Headers = dict[bytes, bytes]  # ASGI request headers, names in lower case
+
+_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
+def raw_path(scope: Scope) -> str:
+    # Routing needs the undecoded path (an encoded "/" inside a variable is not a separator);
+    # some servers put the query string in raw_path too.
+    raw = scope.get("raw_path")
+    if not raw:
+        return scope["path"]  # type: ignore[no-any-return]
+    return raw.decode("latin-1").split("?", 1)[0]  # type: ignore[no-any-return]
+
+
+def peer(scope: Scope) -> str:
+    """The client as grpc names peers: ``ipv4:host:port`` or ``ipv6:[host]:port``."""
+    client = scope.get("client")
+    if not client:
+        return ""
+    host, port = client[0], client[1]
+    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
+
+
+# Request ids: a random per-process prefix and a counter, unique without a syscall per request.
+_REQUEST_PREFIX = os.urandom(8).hex()
+_request_numbers = itertools.count(1)
+
+
+def request_id(headers: Headers) -> str:
+    given = headers.get(b"x-request-id")
+    if given and len(given) <= 128:
+        return given.decode("latin-1")
+    return f"{_REQUEST_PREFIX}{next(_request_numbers):016x}"
+
+
+def metadata(headers: Headers, request_id: str) -> tuple[Metadata, float | None]:
+    """gRPC metadata and the deadline from HTTP headers (ASGI names them in lower case)."""
+    found: list[tuple[str, str | bytes]] = [("x-request-id", request_id)]
+    deadline = None
+    for raw_key, raw_value in headers.items():
+        if raw_key == b"authorization":
+            found.append(("authorization", raw_value.decode("latin-1")))
+        elif raw_key.startswith(b"grpc-"):
+            key = raw_key.decode("latin-1")
+            value = raw_value.decode("latin-1")
+            if key.startswith("grpc-metadata-"):
+                name = key[len("grpc-metadata-") :]
+                if name.endswith("-bin"):
+                    try:
+                        padded = value + "=" * (-len(value) % 4)
+                        found.append((name, base64.b64decode(padded, validate=True)))
+                    except binascii.Error as exc:
+                        raise BadRequest(
+                            f"header {key} is not base64", [(key, "not base64")]
+                        ) from exc
+                else:
+                    found.append((name, value))
+            elif key == "grpc-timeout":
+                deadline = time.monotonic() + _timeout_seconds(value)
+    return tuple(found), deadline
+
+
+def _timeout_seconds(value: str) -> float:
+    unit = _TIMEOUT_UNITS.get(value[-1:])
+    digits = value[:-1]
+    if unit is None or not digits.isdigit() or len(digits) > 8:
+        raise BadRequest(
+            f"grpc-timeout {value!r} is not like 10S or 500m", [("grpc-timeout", "bad format")]
+        )
+    return int(digits) * unit
+
+
+def check_content_type(headers: Headers, *accepted: bytes) -> None:
+    content_type = headers.get(b"content-type")
+    if content_type is None:
+        return  # curl without -H; the body must still be JSON
+    mime = content_type.split(b";", 1)[0].strip().lower()
+    if mime not in accepted:
+        raise unsupported_media_type(content_type.decode("latin-1"), accepted[0].decode())
+
+
+def check_length(headers: Headers, limit: int) -> None:
+    length = headers.get(b"content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise body_too_large(limit)
+
+
+async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
+    check_length(headers, limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            raise GatewayError(grpc.StatusCode.CANCELLED, "client went away")
+        chunk = event.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise body_too_large(limit)
+        chunks.append(chunk)
+        if not event.get("more_body", False):
+            return b"".join(chunks)
+
+
+def pump_cancelling_on_disconnect(
+    receive: Receive, context: GatewayContext
+) -> streaming.InboundPump:
+    """Start reading the client; if it goes away, cancel the call's context and this task."""
+    task = asyncio.current_task()
+    assert task is not None
+
+    def on_disconnect() -> None:
+        context.cancel()
+        task.cancel()
+
+    pump = streaming.InboundPump(receive, on_disconnect)
+    pump.start()
+    return pump
+
+
+def _response_headers(
+    content_type: bytes,
+    request_id: str,
+    context: GatewayContext | None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> list[tuple[bytes, bytes]]:
+    headers = [(b"content-type", content_type), (b"x-request-id", request_id.encode("latin-1"))]
+    if context is not None and (context.initial_metadata or context.trailing_metadata_sent):
+        for key, value in (*context.initial_metadata, *context.trailing_metadata_sent):
+            if key == "grpc-status-details-bin":
+                continue  # already the Status body
+            text = base64.b64encode(value).decode() if isinstance(value, bytes) else value
+            headers.append((b"grpc-metadata-" + key.encode("latin-1"), text.encode("latin-1")))
+    for key, text in extra:
+        headers.append((key.encode(), text.encode("latin-1")))
+    return headers
+
+
+async def start(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    request_id: str,
+    context: GatewayContext | None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> None:
+    headers = _response_headers(content_type, request_id, context, extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+async def send_whole(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    payload: bytes,
+    request_id: str,
+    context: GatewayContext | None,
+    extra: tuple[tuple[str, str], ...] = (),
+) -> None:
+    headers = _response_headers(content_type, request_id, context, extra)
+    # A known length lets the server send the reply in one piece instead of chunked.
+    headers.append((b"content-length", str(len(payload)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def send_error(
+    send: Send,
+    error: GatewayError,
+    request_id: str,
+    proto_names: bool,
+    context: GatewayContext | None = None,
+) -> None:
+    """The error as a ``google.rpc.Status`` JSON body with its HTTP status."""
+    payload = error.status_json(proto_names)
+    await send_whole(
+        send, error.http_status, b"application/json", payload, request_id, context, error.headers
+    )

@@ -1,0 +1,151 @@
+"""Calls and who answers them: the seam between a protocol's flow and the code behind an RPC.
+
+A flow (REST, WebSocket; later Connect or gRPC-Web) turns a request into a :class:`Call` and a
+message, passes the gate (:func:`admit`), and hands both to an :class:`Invoker`. The invoker
+here runs the in-process grpc.aio servicers; another (a remote gRPC upstream, for a proxy) would
+implement the same two methods and leave every flow unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Protocol
+
+import grpc
+from google.protobuf.message import Message
+from starlette.types import Scope
+
+from app.gateway import http_io
+from app.gateway.context import GatewayContext, current_identity
+from app.gateway.errors import GatewayError, internal_error
+from app.gateway.options import Authenticate
+from app.gateway.registry import Method, Registry
+
+log = logging.getLogger("portico.gateway")
+
+
+class Call:
+    """A request on its way to a servicer: everything but the message.
+
+    A plain slotted class: one is built per request, and a frozen dataclass costs several
+    times more to construct.
+    """
+
+    __slots__ = ("context", "headers", "method", "request_id")
+
+    def __init__(
+        self,
+        method: Method,
+        request_id: str,
+        headers: http_io.Headers,
+        context: GatewayContext,
+    ) -> None:
+        self.method = method
+        self.request_id = request_id
+        self.headers = headers
+        self.context = context
+
+
+def new_call(method: Method, headers: http_io.Headers, request_id: str, scope: Scope) -> Call:
+    """The call for a request: its metadata and deadline come from the headers."""
+    metadata, deadline = http_io.metadata(headers, request_id)
+    context = GatewayContext(metadata, http_io.peer(scope), deadline)
+    return Call(method, request_id, headers, context)
+
+
+async def admit(call: Call, authenticate: Authenticate | None) -> None:
+    """The gate: the authenticate hook refuses (raising GatewayError) or lets the call on."""
+    if authenticate is not None:
+        metadata = call.context.invocation_metadata()
+        current_identity.set(await authenticate(call.method, metadata))
+
+
+class Invoker(Protocol):
+    """Who answers a call. Every ending is raised as a :class:`GatewayError`."""
+
+    async def unary(self, call: Call, request: Any) -> Message:
+        """The one reply of a call whose reply is not streamed (``request`` may be a stream)."""
+        ...
+
+    def stream(self, call: Call, request: Any) -> AsyncIterator[Message]:
+        """The replies of a server-streaming call; the flow iterates them under the deadline
+        and reads a status set at the end from ``call.context``."""
+        ...
+
+
+class ServicerInvoker:
+    """Runs the in-process grpc.aio servicers, as the gRPC server would."""
+
+    def __init__(self, registry: Registry, servicers: Mapping[str, object]) -> None:
+        # Bound servicer methods, looked up once; a missing servicer answers UNIMPLEMENTED.
+        self._handlers: dict[str, Callable[..., Any] | None] = {
+            m.grpc_path: getattr(servicers.get(m.service), m.name, None) for m in registry
+        }
+
+    async def unary(self, call: Call, request: Any) -> Message:
+        """Run the servicer under the deadline, and turn every ending into a reply."""
+        context = call.context
+        handler = self._handler(call.method)
+        try:
+            if context.deadline is None:
+                reply = await handler(request, context)
+            else:
+                async with asyncio.timeout_at(loop_time(context.deadline)):
+                    reply = await handler(request, context)
+        except GatewayError:
+            raise
+        except TimeoutError as exc:
+            if context.time_remaining() == 0:
+                context.cancel()
+                raise GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded") from exc
+            raise unexpected_failure(call, exc) from exc
+        except Exception as exc:
+            raise unexpected_failure(call, exc) from exc
+        finally:
+            context.finish()
+        error = context.status_error()
+        if error is not None:
+            raise error
+        if not isinstance(reply, call.method.output_type):
+            log.error(
+                "%s returned %r (request id %s)",
+                call.method.full_name,
+                type(reply),
+                call.request_id,
+            )
+            raise internal_error()
+        return reply
+
+    def stream(self, call: Call, request: Any) -> AsyncIterator[Message]:
+        handler = self._handler(call.method)
+        return call.context.replies(handler(request, call.context))
+
+    def _handler(self, method: Method) -> Callable[..., Any]:
+        handler = self._handlers[method.grpc_path]
+        if handler is None:
+            raise GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served")
+        return handler
+
+
+def unexpected_failure(call: Call, exc: Exception) -> GatewayError:
+    """What a call answers when it ends in an exception no flow expected."""
+    context = call.context
+    # A status set before raising (as generated base servicers do) is what grpc reports too.
+    error = context.status_error()
+    if error is not None:
+        return error
+    log.error(
+        "unexpected error in %s (request id %s)",
+        call.method.full_name,
+        call.request_id,
+        exc_info=exc,
+    )
+    return internal_error()
+
+
+def loop_time(deadline: float) -> float:
+    # Deadlines are time.monotonic() values; the loop clock may differ.
+    return asyncio.get_running_loop().time() + (deadline - time.monotonic())

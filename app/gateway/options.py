@@ -1,0 +1,27 @@
+"""What the gateway is told from outside: transport policy and the authenticate hook."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.gateway.codec import JsonOptions
+from app.gateway.context import Metadata
+from app.gateway.registry import Method
+
+# Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
+# Both transports call it (the gRPC server's interceptor and the HTTP flows), so it is one gate.
+Authenticate = Callable[[Method, Metadata], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    """Transport policy for the HTTP side; ``main`` fills it from ``Settings``."""
+
+    json: JsonOptions = field(default_factory=JsonOptions)
+    max_body_bytes: int = 4 * 1024 * 1024
+    cors_origins: tuple[str, ...] = ()
+    authenticate: Authenticate | None = None
+    # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
+    openapi: Mapping[str, Any] | None = None

@@ -1,0 +1,117 @@
+"""The WebSocket flow: a bidirectional RPC on one of its HTTP paths, one JSON message a frame.
+
+Requests arrive as text frames (NDJSON lines), replies leave as ``{"result": ...}`` frames and a
+failure as one ``{"error": Status}`` frame before the close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from starlette.types import Receive, Scope, Send
+
+from app.gateway import http_io, streaming
+from app.gateway.codec import dump_json
+from app.gateway.errors import GatewayError
+from app.gateway.http_rules import BindingPlan, RouteTable
+from app.gateway.invoker import Call, Invoker, admit, new_call, unexpected_failure
+from app.gateway.options import GatewayOptions
+from app.gateway.transcoding import Transcoder
+
+WEBSOCKET_SUBPROTOCOL = "portico.json"
+_BEARER_SUBPROTOCOL = "bearer."
+
+
+class WebSocketDispatcher:
+    """ASGI app for WebSocket connections to the RPC bindings in ``routes``."""
+
+    def __init__(
+        self,
+        routes: RouteTable,
+        invoker: Invoker,
+        transcoder: Transcoder,
+        options: GatewayOptions,
+    ) -> None:
+        self.routes = routes
+        self.invoker = invoker
+        self.transcoder = transcoder
+        self.options = options
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        headers = dict(scope["headers"])
+        subprotocol = _websocket_credentials(scope.get("subprotocols") or (), headers)
+        request_id = http_io.request_id(headers)
+        plans = self.routes.methods_for_path(http_io.raw_path(scope))
+        streaming_plans = [
+            p for p in plans.values() if p.method.client_streaming and p.method.server_streaming
+        ]
+        if not streaming_plans:
+            await send(
+                {"type": "websocket.close", "code": 1008, "reason": "no bidirectional RPC here"}
+            )
+            return
+        plan = streaming_plans[0]
+        try:
+            call = new_call(plan.method, headers, request_id, scope)
+        except GatewayError as exc:
+            await send({"type": "websocket.close", "code": 1008, "reason": exc.message[:120]})
+            return
+        await send(
+            {
+                "type": "websocket.accept",
+                "subprotocol": subprotocol,
+                "headers": [(b"x-request-id", request_id.encode())],
+            }
+        )
+        worker = asyncio.ensure_future(self._call(call, plan, send, receive))
+        try:
+            await worker
+        except asyncio.CancelledError:
+            if not worker.cancelled():
+                raise
+
+    async def _call(self, call: Call, plan: BindingPlan, send: Send, receive: Receive) -> None:
+        context = call.context
+        pump = http_io.pump_cancelling_on_disconnect(receive, context)
+        error: GatewayError | None = None
+        try:
+            await admit(call, self.options.authenticate)
+            requests = streaming.ndjson_messages(
+                pump.payloads(),
+                call.method.input_type,
+                self.options.json,
+                self.options.max_body_bytes,
+            )
+            context.read_from(requests)
+            async for reply in self.invoker.stream(call, requests):
+                text = self.transcoder.reply_json(plan, reply, streamed=True).decode()
+                await send({"type": "websocket.send", "text": text})
+            error = context.status_error()
+        except GatewayError as exc:
+            error = exc
+        except Exception as exc:
+            error = unexpected_failure(call, exc)
+        finally:
+            context.finish()
+            pump.stop()
+        if error is not None:
+            status = error.status_dict(self.options.json.proto_names)
+            await send({"type": "websocket.send", "text": dump_json({"error": status}).decode()})
+        await send({"type": "websocket.close", "code": 1000})
+
+
+def _websocket_credentials(offered: Sequence[str], headers: http_io.Headers) -> str | None:
+    """The subprotocol to accept, after taking a token offered as ``bearer.<token>``.
+
+    Browsers cannot set headers on a WebSocket, so they may offer the token as a subprotocol
+    beside ``portico.json`` (as Kubernetes does for its API server); the answer names
+    ``portico.json`` only, never the token. An Authorization header still wins.
+    """
+    for protocol in offered:
+        if protocol.startswith(_BEARER_SUBPROTOCOL) and b"authorization" not in headers:
+            token = protocol[len(_BEARER_SUBPROTOCOL) :]
+            headers[b"authorization"] = b"Bearer " + token.encode("latin-1")
+    return WEBSOCKET_SUBPROTOCOL if WEBSOCKET_SUBPROTOCOL in offered else None

@@ -9,23 +9,25 @@ from datetime import UTC
 import pytest
 
 import gen  # noqa: F401  (puts the generated packages on the import path)
-from app.sim.clock import ManualClock
-from app.sim.storage import (
-    FULL_RATIO,
-    OBJECT_SIZE,
-    POOLS,
+from app.services.koor.replies import (
     SimulatedStorageCluster,
     StorageProvider,
-    StorageSnapshot,
-    StorageSpec,
     cluster_nodes,
     cluster_radar,
     cluster_resources,
     cluster_stats,
     format_bytes,
     koor_cluster,
-    observe,
     resource_inventory,
+)
+from app.sim.clock import ManualClock
+from app.sim.storage import (
+    FULL_RATIO,
+    OBJECT_SIZE,
+    POOLS,
+    StorageSnapshot,
+    StorageSpec,
+    observe,
 )
 
 from resources.stats import stats_pb2

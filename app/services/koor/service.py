@@ -1,13 +1,15 @@
 """``stats.StatsService``: the statistics of one simulated Ceph cluster run by Koor.
 
-Every answer comes from :class:`app.sim.storage.SimulatedStorageCluster` at the clock's current
-step. Its :class:`~app.sim.storage.StorageSpec` is stored once, as a Struct under kind
-``koor.storage_spec``, key ``koor-cluster``: created on first use (or by the demo) with the
-``sim_seed`` setting as its seed and the current step as its creation step, and read back after
-a restart, so the cluster continues exactly where it was. The spec never changes afterwards.
+Every answer comes from :class:`app.services.koor.replies.SimulatedStorageCluster` at the
+clock's current step. Its :class:`~app.sim.storage.StorageSpec` is stored once, as a Struct
+under kind ``koor.storage_spec``, key ``koor-cluster``: created on first use (or by the demo)
+with the ``sim_seed`` setting as its seed and the current step as its creation step, and read
+back after a restart, so the cluster continues exactly where it was. The spec never changes
+afterwards.
 
-The model (outages, placement groups, usage, I/O, health) and the radar formula are documented
-in :mod:`app.sim.storage`; the radar's axes, each in [0, 100], are::
+The model (outages, placement groups, usage, I/O, health) is documented in
+:mod:`app.sim.storage`, the radar formula in :mod:`app.services.koor.replies`; the radar's
+axes, each in [0, 100], are::
 
     cluster_health     = 100 * daemons up / daemons         (mon + mgr + mds + osd + rgw)
     nodes_health       = 100 * nodes ready / nodes
@@ -28,10 +30,11 @@ import grpc
 from google.protobuf import struct_pb2
 
 import gen  # noqa: F401
+from app.services.koor.replies import SimulatedStorageCluster
 from app.services.plain_data import from_struct, to_struct
 from app.services.status import abort_store_error
 from app.sim.clock import Clock
-from app.sim.storage import SimulatedStorageCluster, StorageSpec
+from app.sim.storage import StorageSpec
 from app.store import AlreadyExists, ObjectStore, StoreError
 
 from stats import stats_pb2, stats_pb2_grpc

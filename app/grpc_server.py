@@ -19,7 +19,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from app.gateway.context import current_identity
 from app.gateway.errors import INTERNAL_MESSAGE, GatewayError
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
@@ -152,7 +151,7 @@ async def _authenticate(
     method: Method, context: grpc.aio.ServicerContext, authenticate: Authenticate | None
 ) -> None:
     if authenticate is not None:
-        current_identity.set(await authenticate(method, tuple(context.invocation_metadata() or ())))
+        await authenticate(method, tuple(context.invocation_metadata() or ()))
 
 
 async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exception) -> None:

@@ -18,7 +18,7 @@ import grpc
 import uvicorn
 from fastapi import FastAPI
 
-from app.auth.gate import Gate, Refused
+from app.auth.gate import Gate
 from app.auth.passwords import PasswordHasher
 from app.auth.service import AuthService
 from app.auth.throttle import LoginThrottle
@@ -30,6 +30,7 @@ from app.gateway.errors import GatewayError
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
+from app.refusals import Rejected
 from app.services.edge.system import edge_system
 from app.services.kaas.demo import demo_job
 from app.services.kaas.reconciler import ClusterReconciler
@@ -163,9 +164,9 @@ class Portico:
         assert self.gate is not None
         try:
             return await self.gate.admit(method.full_name, metadata)
-        except Refused as refused:
-            headers = [("www-authenticate", refused.challenge)] if refused.challenge else []
-            raise GatewayError(refused.code, refused.message, headers=headers) from None
+        except Rejected as rejected:
+            headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
+            raise GatewayError(rejected.code, rejected.message, headers=headers) from None
 
     async def stop(self) -> None:
         """Let in-flight gRPC calls finish, stop background work, then close the store."""

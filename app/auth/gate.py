@@ -14,7 +14,6 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -24,47 +23,13 @@ from app.auth import policy
 from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
 from app.auth.throttle import LoginThrottle
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
-from app.services.status import Violation
+from app.callers import Caller, current_caller
+from app.refusals import Rejected, Violations
 from app.shared_calls import SharedCalls
 from app.store import ObjectStore
 
 USERNAME = re.compile(r"^[A-Za-z0-9_-]{3,24}$")
 BAD_CREDENTIALS = "invalid username or password"
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: the verified claims of their token."""
-
-    account_id: str
-    username: str
-    role: str
-    token_id: str
-    expires_at: int
-
-
-current_caller: ContextVar[Caller | None] = ContextVar("current_caller", default=None)
-
-
-class Refused(Exception):
-    """The gate refuses the call; ``code`` and the message are safe to show the caller."""
-
-    def __init__(
-        self,
-        code: grpc.StatusCode,
-        message: str,
-        *,
-        violations: tuple[Violation, ...] = (),
-        retry_after: float = 0.0,
-        challenge: str = "",
-    ) -> None:
-        super().__init__(message)
-        # RFC 6750's WWW-Authenticate answer to a token that was given but is not good.
-        self.challenge = challenge
-        self.code = code
-        self.message = message
-        self.violations = violations
-        self.retry_after = retry_after
 
 
 @dataclass
@@ -98,28 +63,24 @@ class Gate:
         self._checks: SharedCalls[Caller] = SharedCalls()
 
     async def login(self, username: str, password: str, client: str) -> tuple[str, Claims]:
-        """A fresh token for valid credentials; Refused otherwise (same answer for any miss)."""
-        violations = []
-        if not USERNAME.match(username):
-            violations.append(
-                Violation("username", "must be 3-24 characters of letters, digits, - and _")
-            )
-        if not MIN_PASSWORD_BYTES <= len(password.encode()) <= MAX_PASSWORD_BYTES:
-            violations.append(
-                Violation(
-                    "password", f"must be {MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes long"
-                )
-            )
-        if violations:
-            raise Refused(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                "; ".join(f"{v.field}: {v.description}" for v in violations),
-                violations=tuple(violations),
-            )
+        """A fresh token for valid credentials; Rejected otherwise (same answer for any miss)."""
+        found = Violations()
+        found.check(
+            USERNAME.match(username) is not None,
+            "username",
+            "must be 3-24 characters of letters, digits, - and _",
+        )
+        found.check(
+            MIN_PASSWORD_BYTES <= len(password.encode()) <= MAX_PASSWORD_BYTES,
+            "password",
+            f"must be {MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes long",
+        )
+        if found:
+            raise Rejected.invalid(found)
         keys = (f"user:{username.lower()}", f"client:{client}")
         wait = self.throttle.retry_after(keys)
         if wait > 0:
-            raise Refused(
+            raise Rejected(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"too many failed logins; try again in {int(wait) + 1} s",
                 retry_after=wait,
@@ -133,7 +94,7 @@ class Gate:
             ok = await asyncio.to_thread(self.hasher.verify, password, account.password_hash)
         if not ok or account is None:
             self.throttle.failed(keys)
-            raise Refused(grpc.StatusCode.UNAUTHENTICATED, BAD_CREDENTIALS)
+            raise Rejected(grpc.StatusCode.UNAUTHENTICATED, BAD_CREDENTIALS)
         self.throttle.succeeded(keys)
         return self.issuer.issue(
             account_id=str(account.id), username=account.username, role=account.role
@@ -220,20 +181,20 @@ class Gate:
             current_caller.set(None)
             return None
         if not token:
-            raise Refused(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
+            raise Rejected(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
         try:
             caller = self._recently_verified(token) or await self._verify(token)
         except InvalidToken as exc:
             if access is policy.Access.PUBLIC:
                 current_caller.set(None)
                 return None
-            raise Refused(
+            raise Rejected(
                 grpc.StatusCode.UNAUTHENTICATED,
                 str(exc),
                 challenge='Bearer error="invalid_token"',
             ) from exc
         if not policy.allows(caller.role, full_method):
-            raise Refused(
+            raise Rejected(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"role {caller.role!r} may not call {policy.split(full_method)[1]}",
             )

@@ -15,14 +15,9 @@ A new RPC is covered by these rules the moment it is added to a .proto.
 from __future__ import annotations
 
 import functools
-from enum import Enum, StrEnum
+from enum import Enum
 
-
-class Role(StrEnum):
-    ADMIN = "admin"
-    OPERATOR = "operator"
-    VIEWER = "viewer"
-    NODE = "node"
+from app.callers import Role
 
 
 class Access(Enum):

@@ -6,8 +6,9 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 import gen  # noqa: F401
-from app.auth.gate import Gate, Refused, current_caller
-from app.services.status import rich_status
+from app.auth.gate import Gate
+from app.callers import current_caller
+from app.refusals import Rejected
 
 from resources.timestamp import timestamp_pb2 as portico_timestamp
 from services.auth import auth_pb2, auth_pb2_grpc
@@ -26,8 +27,8 @@ class AuthService(auth_pb2_grpc.AuthServiceServicer):
             token, claims = await self.gate.login(
                 request.username, request.password, client_address(context.peer())
             )
-        except Refused as refused:
-            await context.abort_with_status(refusal_status(refused))
+        except Rejected as rejected:
+            await context.abort_with_status(rejected.status())
         expires = timestamp_pb2.Timestamp(seconds=claims.expires_at)
         return auth_pb2.LoginResponse(
             token=token,
@@ -58,8 +59,3 @@ def client_address(peer: str) -> str:
     if kind == "ipv4":
         return rest.rsplit(":", 1)[0]
     return peer
-
-
-def refusal_status(refused: Refused) -> grpc.Status:
-    """The gate's refusal as a rich status: field violations or a retry delay as details."""
-    return rich_status(refused.code, refused.message, refused.violations, refused.retry_after)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, NoReturn
@@ -21,11 +20,6 @@ from grpc_status import rpc_status
 from app.gateway.errors import CODE_BY_NUMBER, GatewayError, RpcAborted
 
 Metadata = tuple[tuple[str, str | bytes], ...]
-
-# The identity the authenticate hook returned for the current call, on either transport.
-current_identity: contextvars.ContextVar[object | None] = contextvars.ContextVar(
-    "portico_identity", default=None
-)
 
 
 class GatewayContext(grpc.aio.ServicerContext):

@@ -19,7 +19,7 @@ from google.protobuf.message import Message
 from starlette.types import Scope
 
 from app.gateway import http_io
-from app.gateway.context import GatewayContext, current_identity
+from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError, internal_error
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
@@ -60,7 +60,7 @@ async def admit(call: Call, authenticate: Authenticate | None) -> None:
     """The gate: the authenticate hook refuses (raising GatewayError) or lets the call on."""
     if authenticate is not None:
         metadata = call.context.invocation_metadata()
-        current_identity.set(await authenticate(call.method, metadata))
+        await authenticate(call.method, metadata)
 
 
 class Invoker(Protocol):

@@ -11,7 +11,8 @@ from app.gateway.context import Metadata
 from app.gateway.registry import Method
 
 # Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
-# Both transports call it (the gRPC server's interceptor and the HTTP flows), so it is one gate.
+# Both transports call it (the gRPC server's interceptor and the HTTP flows), so it is one gate;
+# what it returns is the gate's business (it hands the caller to servicers itself).
 Authenticate = Callable[[Method, Metadata], Awaitable[object]]
 
 

@@ -34,8 +34,7 @@ import grpc
 from google.protobuf import empty_pb2
 
 import gen  # noqa: F401
-from app.auth.gate import current_caller
-from app.auth.policy import Role
+from app.callers import Role, current_caller
 from app.services.kudo import instances, nodes
 from app.services.kudo.certificates import InvalidCertificate, read_node_certificate
 from app.services.kudo.errors import SchedulerError

@@ -29,10 +29,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
-import gen  # noqa: F401  (puts the generated packages on the import path)
 from app.sim.seeded import digest, unit_interval
-
-from cnct.kaas.api import api_pb2
 
 DEFAULT_CIDR = "10.20.0.0/16"
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -289,8 +286,6 @@ class MachineProvider(Protocol):
 
     def release(self, machine: Machine, now: int) -> Machine: ...
 
-    def node_status(self, machine: Machine) -> api_pb2.GetClusterNodesStatusReply.MachineStatus: ...
-
 
 @dataclass(frozen=True)
 class SimulatedMachineProvider:
@@ -358,17 +353,6 @@ class SimulatedMachineProvider:
         if machine.phase in (Phase.RELEASING, Phase.RELEASED):
             return machine
         return replace(machine, phase=Phase.RELEASING, phase_started=now, target_version="")
-
-    def node_status(self, machine: Machine) -> api_pb2.GetClusterNodesStatusReply.MachineStatus:
-        """The machine as ``GetClusterNodesStatus`` reports it."""
-        return api_pb2.GetClusterNodesStatusReply.MachineStatus(
-            k8sNodeStatus=machine.k8s_status,
-            k8sVersion=machine.k8s_version,
-            maasSystemId=machine.system_id,
-            maasHostname=machine.hostname,
-            maasNodeStatus=machine.maas_status,
-            maasIPAddr=machine.ip,
-        )
 
     def _duration(self, machine: Machine) -> int | None:
         t = self.timings

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from app.services.kaas.records import machine_status
 from app.sim.machines import (
     FaultInjection,
     IpPool,
@@ -164,7 +165,7 @@ def test_release_returns_the_machine_and_its_address():
 def test_node_status_reports_what_get_cluster_nodes_status_shows():
     provider = SimulatedMachineProvider()
     [machine] = settle(provider, provider.allocate(requests(count=1), in_use_ips=(), now=0), 20)
-    status = provider.node_status(machine)
+    status = machine_status(machine)
     assert status.k8sNodeStatus == "Ready"
     assert status.k8sVersion == V1
     assert status.maasSystemId == machine.system_id

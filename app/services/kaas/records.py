@@ -152,3 +152,15 @@ def cluster_item(detail: api_pb2.ClusterDetailItem) -> api_pb2.ClusterItem:
     return api_pb2.ClusterItem(
         name=detail.name, status_message=detail.status_message, status=detail.status
     )
+
+
+def machine_status(machine: Machine) -> api_pb2.GetClusterNodesStatusReply.MachineStatus:
+    """The machine as ``GetClusterNodesStatus`` reports it."""
+    return api_pb2.GetClusterNodesStatusReply.MachineStatus(
+        k8sNodeStatus=machine.k8s_status,
+        k8sVersion=machine.k8s_version,
+        maasSystemId=machine.system_id,
+        maasHostname=machine.hostname,
+        maasNodeStatus=machine.maas_status,
+        maasIPAddr=machine.ip,
+    )

@@ -41,6 +41,7 @@ from app.services.kaas.records import (
     cluster_item,
     desired_machines,
     load_cluster,
+    machine_status,
     parse_machine,
     pool_names,
     reserve_machines,
@@ -131,7 +132,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
             machines = [parse_machine(r) for r in await self.store.list(MACHINE, f"{name}/")]
         except StoreError as error:
             await abort_store_error(context, error)
-        statuses = [self.provider.node_status(m) for m in sorted_machines(spec, machines)]
+        statuses = [machine_status(m) for m in sorted_machines(spec, machines)]
         return api_pb2.GetClusterNodesStatusReply(Name=name, count=len(statuses), machines=statuses)
 
     async def GetUpgradeClusterInformation(

@@ -7,15 +7,23 @@ per method (plans, bound servicer methods) is computed once.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io, streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
 from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch, RouteTable
-from app.gateway.invoker import Call, Invoker, admit, loop_time, new_call, unexpected_failure
+from app.gateway.invoker import (
+    Call,
+    Invoker,
+    Request,
+    admit,
+    loop_time,
+    new_call,
+    unexpected_failure,
+)
 from app.gateway.options import GatewayOptions
 from app.gateway.transcoding import Transcoder
 
@@ -77,7 +85,7 @@ class RpcDispatcher:
         payload = self.transcoder.reply_json(match.plan, reply)
         await http_io.send_whole(send, 200, b"application/json", payload, call.request_id, context)
 
-    def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Any:
+    def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
         return self.transcoder.request(match.plan, match.path_values, query, body)
 
@@ -111,7 +119,7 @@ class RpcDispatcher:
                 http_io.check_content_type(
                     call.headers, b"application/x-ndjson", b"application/json"
                 )
-                request: Any = streaming.ndjson_messages(
+                request: Request = streaming.ndjson_messages(
                     pump.payloads(), method.input_type, self.options.json, limit
                 )
                 context.read_from(request)

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import grpc
 from google.protobuf.message import Message
@@ -25,6 +25,9 @@ from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 
 log = logging.getLogger("portico.gateway")
+
+# What a servicer method takes: one message, or a client stream's messages as they arrive.
+Request: TypeAlias = Message | AsyncIterator[Message]
 
 
 class Call:
@@ -66,11 +69,11 @@ async def admit(call: Call, authenticate: Authenticate | None) -> None:
 class Invoker(Protocol):
     """Who answers a call. Every ending is raised as a :class:`GatewayError`."""
 
-    async def unary(self, call: Call, request: Any) -> Message:
+    async def unary(self, call: Call, request: Request) -> Message:
         """The one reply of a call whose reply is not streamed (``request`` may be a stream)."""
         ...
 
-    def stream(self, call: Call, request: Any) -> AsyncIterator[Message]:
+    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
         """The replies of a server-streaming call; the flow iterates them under the deadline
         and reads a status set at the end from ``call.context``."""
         ...
@@ -85,7 +88,7 @@ class ServicerInvoker:
             m.grpc_path: getattr(servicers.get(m.service), m.name, None) for m in registry
         }
 
-    async def unary(self, call: Call, request: Any) -> Message:
+    async def unary(self, call: Call, request: Request) -> Message:
         """Run the servicer under the deadline, and turn every ending into a reply."""
         context = call.context
         handler = self._handler(call.method)
@@ -119,7 +122,7 @@ class ServicerInvoker:
             raise internal_error()
         return reply
 
-    def stream(self, call: Call, request: Any) -> AsyncIterator[Message]:
+    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
         handler = self._handler(call.method)
         return call.context.replies(handler(request, call.context))
 

@@ -108,7 +108,7 @@ class Transcoder:
         return rendered
 
     def _render(self, plan: BindingPlan, reply: Message, streamed: bool) -> bytes:
-        value = to_dict(reply, self.options)
+        value: Any = to_dict(reply, self.options)
         if plan.response_body:
             desc = reply.DESCRIPTOR.fields_by_name[plan.response_body]
             value = value.get(field_key(desc, self.options))

@@ -14,41 +14,30 @@ from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io, streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
-from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch, RouteTable
+from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch
 from app.gateway.invoker import (
     Call,
-    Invoker,
     Request,
     admit,
     loop_time,
     new_call,
     unexpected_failure,
 )
-from app.gateway.options import GatewayOptions
-from app.gateway.transcoding import Transcoder
+from app.gateway.stages import Stages
 
 
 class RpcDispatcher:
-    """ASGI app for HTTP requests to the RPC bindings in ``routes``, answered by ``invoker``."""
+    """ASGI app for HTTP requests to the RPC bindings of the stages' route table."""
 
-    def __init__(
-        self,
-        routes: RouteTable,
-        invoker: Invoker,
-        transcoder: Transcoder,
-        options: GatewayOptions,
-    ) -> None:
-        self.routes = routes
-        self.invoker = invoker
-        self.transcoder = transcoder
-        self.options = options
-        self._proto_names = options.json.proto_names
+    def __init__(self, stages: Stages) -> None:
+        self.stages = stages
+        self._proto_names = stages.options.json.proto_names
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
         request_id = http_io.request_id(headers)
         try:
-            match = self.routes.match(scope["method"], http_io.raw_path(scope))
+            match = self.stages.routes.match(scope["method"], http_io.raw_path(scope))
         except NoRoute:
             await http_io.send_error(send, not_found(scope["path"]), request_id, self._proto_names)
             return
@@ -72,22 +61,24 @@ class RpcDispatcher:
         context = call.context
         try:
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
-            await admit(call, self.options.authenticate)
+            await admit(call, self.stages.options.authenticate)
             body = b""
             if match.plan.body:
                 http_io.check_content_type(call.headers, b"application/json")
-                body = await http_io.read_body(receive, call.headers, self.options.max_body_bytes)
+                body = await http_io.read_body(
+                    receive, call.headers, self.stages.options.max_body_bytes
+                )
             request = self._request(match, scope, body)
-            reply = await self.invoker.unary(call, request)
+            reply = await self.stages.invoker.unary(call, request)
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return
-        payload = self.transcoder.reply_json(match.plan, reply)
+        payload = self.stages.transcoder.reply_json(match.plan, reply)
         await http_io.send_whole(send, 200, b"application/json", payload, call.request_id, context)
 
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
-        return self.transcoder.request(match.plan, match.path_values, query, body)
+        return self.stages.transcoder.request(match.plan, match.path_values, query, body)
 
     async def _streaming(
         self, call: Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
@@ -110,17 +101,17 @@ class RpcDispatcher:
         context = call.context
         pump = http_io.pump_cancelling_on_disconnect(receive, context)
         method = call.method
-        limit = self.options.max_body_bytes
+        limit = self.stages.options.max_body_bytes
         framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
         started = False
         try:
-            await admit(call, self.options.authenticate)
+            await admit(call, self.stages.options.authenticate)
             if method.client_streaming:
                 http_io.check_content_type(
                     call.headers, b"application/x-ndjson", b"application/json"
                 )
                 request: Request = streaming.ndjson_messages(
-                    pump.payloads(), method.input_type, self.options.json, limit
+                    pump.payloads(), method.input_type, self.stages.options.json, limit
                 )
                 context.read_from(request)
             else:
@@ -130,13 +121,13 @@ class RpcDispatcher:
                 body = await pump.read_body(limit)
                 request = self._request(match, scope, body)
             if not method.server_streaming:
-                reply = await self.invoker.unary(call, request)
-                payload = self.transcoder.reply_json(match.plan, reply)
+                reply = await self.stages.invoker.unary(call, request)
+                payload = self.stages.transcoder.reply_json(match.plan, reply)
                 await http_io.send_whole(
                     send, 200, b"application/json", payload, call.request_id, context
                 )
                 return
-            replies = self.invoker.stream(call, request)
+            replies = self.stages.invoker.stream(call, request)
             if framing.opening:
                 started = True
                 context.headers_sent = True
@@ -148,7 +139,7 @@ class RpcDispatcher:
                 None if context.deadline is None else loop_time(context.deadline)
             ):
                 async for reply in replies:
-                    rendered = self.transcoder.reply_json(match.plan, reply, streamed=True)
+                    rendered = self.stages.transcoder.reply_json(match.plan, reply, streamed=True)
                     frame = framing.frame(rendered)
                     if not started:
                         started = True
@@ -173,5 +164,5 @@ class RpcDispatcher:
                 await http_io.send_error(send, error, call.request_id, self._proto_names, context)
                 return
             await http_io.start(send, 200, framing.content_type, call.request_id, context)
-        tail = b"" if error is None else framing.error(error, self.options.json)
+        tail = b"" if error is None else framing.error(error, self.stages.options.json)
         await send({"type": "http.response.body", "body": tail, "more_body": False})

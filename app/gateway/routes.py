@@ -7,7 +7,7 @@ built with them, so a request is routed by one set lookup; FastAPI's per-request
 never pass through it.
 
 A protocol adapter (Connect, gRPC-Web) would be one more dispatcher built here over the same
-route table, transcoder, gate (``options.authenticate``) and :class:`~app.gateway.invoker.Invoker`.
+:class:`~app.gateway.stages.Stages`: route table, transcoder, gate and invoker.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from app.gateway.invoker import ServicerInvoker
 from app.gateway.openapi import openapi_document
 from app.gateway.options import GatewayOptions
 from app.gateway.registry import Registry
+from app.gateway.stages import Stages
 from app.gateway.transcoding import Transcoder
 from app.gateway.websocket import WebSocketDispatcher
 
@@ -77,15 +78,13 @@ def create_app(
     binding."""
     options = options or GatewayOptions()
     pages, table = _pages(registry, options, ready)
-    routes = build_route_table(registry)
-    invoker = ServicerInvoker(registry, servicers)
-    transcoder = Transcoder(options.json)
-    app: ASGIApp = GatewayApp(
-        pages,
-        table,
-        RpcDispatcher(routes, invoker, transcoder, options),
-        WebSocketDispatcher(routes, invoker, transcoder, options),
+    stages = Stages(
+        build_route_table(registry),
+        Transcoder(options.json),
+        ServicerInvoker(registry, servicers),
+        options,
     )
+    app: ASGIApp = GatewayApp(pages, table, RpcDispatcher(stages), WebSocketDispatcher(stages))
     if options.cors_origins:
         app = CORSMiddleware(
             app,

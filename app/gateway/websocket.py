@@ -14,29 +14,19 @@ from starlette.types import Receive, Scope, Send
 from app.gateway import http_io, streaming
 from app.gateway.codec import dump_json
 from app.gateway.errors import GatewayError
-from app.gateway.http_rules import BindingPlan, RouteTable
-from app.gateway.invoker import Call, Invoker, admit, new_call, unexpected_failure
-from app.gateway.options import GatewayOptions
-from app.gateway.transcoding import Transcoder
+from app.gateway.http_rules import BindingPlan
+from app.gateway.invoker import Call, admit, new_call, unexpected_failure
+from app.gateway.stages import Stages
 
 WEBSOCKET_SUBPROTOCOL = "portico.json"
 _BEARER_SUBPROTOCOL = "bearer."
 
 
 class WebSocketDispatcher:
-    """ASGI app for WebSocket connections to the RPC bindings in ``routes``."""
+    """ASGI app for WebSocket connections to the RPC bindings of the stages' route table."""
 
-    def __init__(
-        self,
-        routes: RouteTable,
-        invoker: Invoker,
-        transcoder: Transcoder,
-        options: GatewayOptions,
-    ) -> None:
-        self.routes = routes
-        self.invoker = invoker
-        self.transcoder = transcoder
-        self.options = options
+    def __init__(self, stages: Stages) -> None:
+        self.stages = stages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (await receive())["type"] != "websocket.connect":
@@ -44,7 +34,7 @@ class WebSocketDispatcher:
         headers = dict(scope["headers"])
         subprotocol = _websocket_credentials(scope.get("subprotocols") or (), headers)
         request_id = http_io.request_id(headers)
-        plans = self.routes.methods_for_path(http_io.raw_path(scope))
+        plans = self.stages.routes.methods_for_path(http_io.raw_path(scope))
         streaming_plans = [
             p for p in plans.values() if p.method.client_streaming and p.method.server_streaming
         ]
@@ -78,16 +68,16 @@ class WebSocketDispatcher:
         pump = http_io.pump_cancelling_on_disconnect(receive, context)
         error: GatewayError | None = None
         try:
-            await admit(call, self.options.authenticate)
+            await admit(call, self.stages.options.authenticate)
             requests = streaming.ndjson_messages(
                 pump.payloads(),
                 call.method.input_type,
-                self.options.json,
-                self.options.max_body_bytes,
+                self.stages.options.json,
+                self.stages.options.max_body_bytes,
             )
             context.read_from(requests)
-            async for reply in self.invoker.stream(call, requests):
-                text = self.transcoder.reply_json(plan, reply, streamed=True).decode()
+            async for reply in self.stages.invoker.stream(call, requests):
+                text = self.stages.transcoder.reply_json(plan, reply, streamed=True).decode()
                 await send({"type": "websocket.send", "text": text})
             error = context.status_error()
         except GatewayError as exc:
@@ -98,7 +88,7 @@ class WebSocketDispatcher:
             context.finish()
             pump.stop()
         if error is not None:
-            status = error.status_dict(self.options.json.proto_names)
+            status = error.status_dict(self.stages.options.json.proto_names)
             await send({"type": "websocket.send", "text": dump_json({"error": status}).decode()})
         await send({"type": "websocket.close", "code": 1000})
 

@@ -28,19 +28,53 @@ README = ROOT / "README.md"
 OPENAPI = ROOT / "openapi.yaml"
 DESCRIPTOR_SET = "portico.binpb"
 
-# Protoc names Python modules after proto paths ("cnct/kaas/api/api.proto" -> "cnct.kaas.api"),
-# so the generated modules import each other by those top-level names. Putting this folder on
-# sys.path when `gen` is imported keeps those imports working from a checkout and when installed.
+# The generated tree is an ordinary package: its modules import each other relatively (see
+# ``relative_imports``), so nothing is put on sys.path and no installed package named like a proto
+# folder ("services", "stats", ...) can shadow them.
 GEN_INIT = '''"""Code generated from protos/ by `portico gen`. DO NOT EDIT."""
 
 import os
-import sys
 
 DESCRIPTOR_SET = os.path.join(os.path.dirname(__file__), "portico.binpb")
-
-if os.path.dirname(__file__) not in sys.path:
-    sys.path.append(os.path.dirname(__file__))
 '''
+
+# Protoc names Python modules after proto paths ("cnct/kaas/api/api.proto" -> "cnct.kaas.api"), so
+# generated code imports its siblings absolutely ("from edgeproto import common_pb2 as ..."),
+# which only resolves with the generated folder itself on sys.path. Neither protoc nor
+# grpcio-tools has an option for package-relative imports; protoletariat, the tool that rewrites
+# them, pins protobuf<6. These are the only import shapes protoc and grpcio-tools emit.
+_FROM_IMPORT = re.compile(r"^from ([\w.]+) import (\w+)( as \w+)?$", re.M)
+_PLAIN_IMPORT = re.compile(r"^import (\w+)( as \w+)?$", re.M)
+
+
+def relative_imports(text: str, module: tuple[str, ...], generated: set[tuple[str, ...]]) -> str:
+    """``text`` of the generated ``module`` (its dotted path below the package root) with each
+    import of another generated module made relative to the package root; others (google.*,
+    grpc) stay as they are."""
+    up = "." * len(module)  # from gen/a/b/x_pb2.py, "..." is gen/
+
+    def from_import(match: re.Match[str]) -> str:
+        package, name, alias = match.group(1), match.group(2), match.group(3) or ""
+        if (*package.split("."), name) not in generated:
+            return match.group(0)
+        return f"from {up}{package} import {name}{alias}"
+
+    def plain_import(match: re.Match[str]) -> str:
+        name, alias = match.group(1), match.group(2)
+        if (name,) not in generated:
+            return match.group(0)
+        return f"from {up} import {name}{alias or ''}"
+
+    return _PLAIN_IMPORT.sub(plain_import, _FROM_IMPORT.sub(from_import, text))
+
+
+def make_imports_relative(root: Path) -> None:
+    """Rewrite every generated .py and .pyi below ``root`` with ``relative_imports``."""
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".pyi"))
+    generated = {p.relative_to(root).with_suffix("").parts for p in files}
+    for path in files:
+        module = path.relative_to(root).with_suffix("").parts
+        path.write_text(relative_imports(path.read_text(), module, generated))
 
 
 def proto_files(protos: Path = PROTOS) -> list[Path]:
@@ -79,6 +113,7 @@ def generate(out: Path = GEN, protos: Path = PROTOS) -> None:
     if protoc.main(args) != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise SystemExit("protoc failed; see the messages above")
+    make_imports_relative(staging)
     (staging / "__init__.py").write_text(GEN_INIT)
     # Replace the old tree only once the new one is complete.
     shutil.rmtree(out, ignore_errors=True)

@@ -25,10 +25,9 @@ import grpc
 import gen  # noqa: F401
 from app.services.kudo.certificates import self_signed
 from app.services.names import dns_label_problem
-
-from scheduler import scheduler_pb2 as pb
-from scheduler import scheduler_pb2_grpc as pb_grpc
-from services.auth import auth_pb2, auth_pb2_grpc
+from gen.scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2_grpc as pb_grpc
+from gen.services.auth import auth_pb2, auth_pb2_grpc
 
 RETRY_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 MAX_BACKOFF_SECONDS = 5.0

@@ -9,9 +9,8 @@ import gen  # noqa: F401
 from app.auth.gate import Gate
 from app.callers import current_caller
 from app.refusals import Rejected
-
-from resources.timestamp import timestamp_pb2 as portico_timestamp
-from services.auth import auth_pb2, auth_pb2_grpc
+from gen.resources.timestamp import timestamp_pb2 as portico_timestamp
+from gen.services.auth import auth_pb2, auth_pb2_grpc
 
 
 class AuthService(auth_pb2_grpc.AuthServiceServicer):

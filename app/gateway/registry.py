@@ -110,12 +110,12 @@ class Registry:
     @classmethod
     def from_package(cls, package: str = "gen") -> Registry:
         """Import every ``*_pb2`` module below ``package``; a registry of their services."""
-        # Generated modules are namespace packages named after proto paths, found on sys.path
-        # once ``package`` is imported; pkgutil does not walk namespace packages, so glob.
+        # Generated folders are namespace packages below ``package``; pkgutil does not walk
+        # namespace packages, so glob.
         root = Path(importlib.import_module(package).__file__ or "").parent
         files = []
         for path in sorted(root.rglob("*_pb2.py")):
-            name = ".".join(path.relative_to(root).with_suffix("").parts)
+            name = ".".join((package, *path.relative_to(root).with_suffix("").parts))
             files.append(importlib.import_module(name).DESCRIPTOR)
         return cls(files)
 

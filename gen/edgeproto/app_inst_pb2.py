@@ -22,13 +22,13 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from distributed_match_engine import appcommon_pb2 as distributed__match__engine_dot_appcommon__pb2
-from distributed_match_engine import loc_pb2 as distributed__match__engine_dot_loc__pb2
-from edgeproto import app_pb2 as edgeproto_dot_app__pb2
-from edgeproto import clusterinst_pb2 as edgeproto_dot_clusterinst__pb2
-from edgeproto import common_pb2 as edgeproto_dot_common__pb2
-from edgeproto import flavor_pb2 as edgeproto_dot_flavor__pb2
-from edgeproto import result_pb2 as edgeproto_dot_result__pb2
+from ..distributed_match_engine import appcommon_pb2 as distributed__match__engine_dot_appcommon__pb2
+from ..distributed_match_engine import loc_pb2 as distributed__match__engine_dot_loc__pb2
+from ..edgeproto import app_pb2 as edgeproto_dot_app__pb2
+from ..edgeproto import clusterinst_pb2 as edgeproto_dot_clusterinst__pb2
+from ..edgeproto import common_pb2 as edgeproto_dot_common__pb2
+from ..edgeproto import flavor_pb2 as edgeproto_dot_flavor__pb2
+from ..edgeproto import result_pb2 as edgeproto_dot_result__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 

@@ -1,10 +1,10 @@
-from distributed_match_engine import appcommon_pb2 as _appcommon_pb2
-from distributed_match_engine import loc_pb2 as _loc_pb2
-from edgeproto import app_pb2 as _app_pb2
-from edgeproto import clusterinst_pb2 as _clusterinst_pb2
-from edgeproto import common_pb2 as _common_pb2
-from edgeproto import flavor_pb2 as _flavor_pb2
-from edgeproto import result_pb2 as _result_pb2
+from ..distributed_match_engine import appcommon_pb2 as _appcommon_pb2
+from ..distributed_match_engine import loc_pb2 as _loc_pb2
+from ..edgeproto import app_pb2 as _app_pb2
+from ..edgeproto import clusterinst_pb2 as _clusterinst_pb2
+from ..edgeproto import common_pb2 as _common_pb2
+from ..edgeproto import flavor_pb2 as _flavor_pb2
+from ..edgeproto import result_pb2 as _result_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

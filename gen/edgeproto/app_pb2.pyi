@@ -1,7 +1,7 @@
-from edgeproto import cluster_pb2 as _cluster_pb2
-from edgeproto import developer_pb2 as _developer_pb2
-from edgeproto import flavor_pb2 as _flavor_pb2
-from edgeproto import result_pb2 as _result_pb2
+from ..edgeproto import cluster_pb2 as _cluster_pb2
+from ..edgeproto import developer_pb2 as _developer_pb2
+from ..edgeproto import flavor_pb2 as _flavor_pb2
+from ..edgeproto import result_pb2 as _result_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper

@@ -1,7 +1,7 @@
-from distributed_match_engine import loc_pb2 as _loc_pb2
-from edgeproto import common_pb2 as _common_pb2
-from edgeproto import operator_pb2 as _operator_pb2
-from edgeproto import result_pb2 as _result_pb2
+from ..distributed_match_engine import loc_pb2 as _loc_pb2
+from ..edgeproto import common_pb2 as _common_pb2
+from ..edgeproto import operator_pb2 as _operator_pb2
+from ..edgeproto import result_pb2 as _result_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper

@@ -22,11 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from edgeproto import cloudlet_pb2 as edgeproto_dot_cloudlet__pb2
-from edgeproto import cluster_pb2 as edgeproto_dot_cluster__pb2
-from edgeproto import common_pb2 as edgeproto_dot_common__pb2
-from edgeproto import flavor_pb2 as edgeproto_dot_flavor__pb2
-from edgeproto import result_pb2 as edgeproto_dot_result__pb2
+from ..edgeproto import cloudlet_pb2 as edgeproto_dot_cloudlet__pb2
+from ..edgeproto import cluster_pb2 as edgeproto_dot_cluster__pb2
+from ..edgeproto import common_pb2 as edgeproto_dot_common__pb2
+from ..edgeproto import flavor_pb2 as edgeproto_dot_flavor__pb2
+from ..edgeproto import result_pb2 as edgeproto_dot_result__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from edgeproto import controller_pb2 as edgeproto_dot_controller__pb2
+from ..edgeproto import controller_pb2 as edgeproto_dot_controller__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

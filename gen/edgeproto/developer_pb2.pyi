@@ -1,4 +1,4 @@
-from edgeproto import result_pb2 as _result_pb2
+from ..edgeproto import result_pb2 as _result_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

@@ -1,4 +1,4 @@
-from edgeproto import app_inst_pb2 as _app_inst_pb2
+from ..edgeproto import app_inst_pb2 as _app_inst_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message

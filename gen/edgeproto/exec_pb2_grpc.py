@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from edgeproto import exec_pb2 as edgeproto_dot_exec__pb2
+from ..edgeproto import exec_pb2 as edgeproto_dot_exec__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -22,7 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from edgeproto import cloudlet_pb2 as edgeproto_dot_cloudlet__pb2
+from ..edgeproto import cloudlet_pb2 as edgeproto_dot_cloudlet__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 

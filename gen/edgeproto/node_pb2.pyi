@@ -1,4 +1,4 @@
-from edgeproto import cloudlet_pb2 as _cloudlet_pb2
+from ..edgeproto import cloudlet_pb2 as _cloudlet_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper

@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from edgeproto import operator_pb2 as edgeproto_dot_operator__pb2
-from edgeproto import result_pb2 as edgeproto_dot_result__pb2
+from ..edgeproto import operator_pb2 as edgeproto_dot_operator__pb2
+from ..edgeproto import result_pb2 as edgeproto_dot_result__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -22,10 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from edgeproto import app_pb2 as edgeproto_dot_app__pb2
-from edgeproto import cloudlet_pb2 as edgeproto_dot_cloudlet__pb2
-from edgeproto import cluster_pb2 as edgeproto_dot_cluster__pb2
-from edgeproto import clusterinst_pb2 as edgeproto_dot_clusterinst__pb2
+from ..edgeproto import app_pb2 as edgeproto_dot_app__pb2
+from ..edgeproto import cloudlet_pb2 as edgeproto_dot_cloudlet__pb2
+from ..edgeproto import cluster_pb2 as edgeproto_dot_cluster__pb2
+from ..edgeproto import clusterinst_pb2 as edgeproto_dot_clusterinst__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 

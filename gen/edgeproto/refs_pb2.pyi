@@ -1,7 +1,7 @@
-from edgeproto import app_pb2 as _app_pb2
-from edgeproto import cloudlet_pb2 as _cloudlet_pb2
-from edgeproto import cluster_pb2 as _cluster_pb2
-from edgeproto import clusterinst_pb2 as _clusterinst_pb2
+from ..edgeproto import app_pb2 as _app_pb2
+from ..edgeproto import cloudlet_pb2 as _cloudlet_pb2
+from ..edgeproto import cluster_pb2 as _cluster_pb2
+from ..edgeproto import clusterinst_pb2 as _clusterinst_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

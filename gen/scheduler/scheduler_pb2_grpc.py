@@ -4,7 +4,7 @@ import grpc
 import warnings
 
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
-from scheduler import scheduler_pb2 as scheduler_dot_scheduler__pb2
+from ..scheduler import scheduler_pb2 as scheduler_dot_scheduler__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -1,5 +1,5 @@
 from google.api import annotations_pb2 as _annotations_pb2
-from resources.stats import stats_pb2 as _stats_pb2
+from ..resources.stats import stats_pb2 as _stats_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from stats import stats_pb2 as stats_dot_stats__pb2
+from ..stats import stats_pb2 as stats_dot_stats__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from v1alpha import api_pb2 as v1alpha_dot_api__pb2
+from ..v1alpha import api_pb2 as v1alpha_dot_api__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

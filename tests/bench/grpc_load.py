@@ -14,8 +14,7 @@ import time
 import grpc
 
 import gen  # noqa: F401
-
-from cnct.kaas.api import api_pb2
+from gen.cnct.kaas.api import api_pb2
 
 
 async def _caller(

@@ -14,11 +14,10 @@ from selenium.webdriver.support import expected_conditions as visible
 from selenium.webdriver.support.ui import WebDriverWait
 
 from app.gateway.registry import Registry
+from gen.scheduler import scheduler_pb2, scheduler_pb2_grpc
 from tests.dashboard.conftest import WAIT_SECONDS, LiveServer
 from tests.harness import ADMIN_PASSWORD
 from tests.services.kudo.world import bearer, instance
-
-from scheduler import scheduler_pb2, scheduler_pb2_grpc
 
 pytestmark = pytest.mark.chromium
 

@@ -29,8 +29,7 @@ from app.sim.storage import (
     StorageSpec,
     observe,
 )
-
-from resources.stats import stats_pb2
+from gen.resources.stats import stats_pb2
 
 CLOCK = ManualClock(step_seconds=60)
 STEPS = 2000

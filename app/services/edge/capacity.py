@@ -20,8 +20,7 @@ import app.services.edge.kinds as k
 from app.services.edge.records import load, put
 from app.services.status import Rejected
 from app.store import Reader, Writer
-
-from edgeproto import (
+from gen.edgeproto import (
     app_inst_pb2,
     cloudlet_pb2,
     clusterinst_pb2,

@@ -16,9 +16,8 @@ import app.services.edge.kinds as k
 from app.services.edge.objects import EdgeObjects
 from app.services.edge.records import DEMO_MARKER
 from app.services.status import Rejected
-
-from distributed_match_engine import loc_pb2
-from edgeproto import (
+from gen.distributed_match_engine import loc_pb2
+from gen.edgeproto import (
     app_inst_pb2,
     app_pb2,
     cloudlet_pb2,

@@ -20,8 +20,7 @@ from app.services.edge.records import load
 from app.services.edge.validation import check_app_inst_key
 from app.services.status import Rejected, Violations
 from app.store import Reader
-
-from edgeproto import common_pb2, exec_pb2
+from gen.edgeproto import common_pb2, exec_pb2
 
 Code = grpc.StatusCode
 

@@ -18,8 +18,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 import gen  # noqa: F401
-
-from edgeproto import (
+from gen.edgeproto import (
     app_inst_pb2,
     app_pb2,
     cloudlet_pb2,

@@ -17,8 +17,7 @@ from app.services.edge import capacity
 from app.services.edge.fields import matches
 from app.services.edge.records import load_all
 from app.store import Reader
-
-from edgeproto import app_inst_pb2, cloudlet_pb2, common_pb2
+from gen.edgeproto import app_inst_pb2, cloudlet_pb2, common_pb2
 
 
 async def cloudlet_metrics(

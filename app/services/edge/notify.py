@@ -38,8 +38,7 @@ from app.services.edge.resource_manager import dns_name
 from app.services.edge.validation import check_key
 from app.services.status import Rejected, Violations
 from app.store import EventType, ObjectStore
-
-from edgeproto import node_pb2, notice_pb2
+from gen.edgeproto import node_pb2, notice_pb2
 
 NOTIFY_VERSION = 1
 Code = grpc.StatusCode

@@ -35,9 +35,8 @@ from app.services.edge.validation import check_key, check_object
 from app.services.status import Rejected, Violations
 from app.sim.clock import Clock
 from app.store import ObjectStore, Transaction, Writer
-
-from distributed_match_engine import loc_pb2
-from edgeproto import app_inst_pb2, clusterinst_pb2, common_pb2, refs_pb2
+from gen.distributed_match_engine import loc_pb2
+from gen.edgeproto import app_inst_pb2, clusterinst_pb2, common_pb2, refs_pb2
 
 Code = grpc.StatusCode
 PROTECTED = frozenset({k.KEY_FIELD, k.FIELDS_FIELD})

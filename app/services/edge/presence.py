@@ -24,8 +24,7 @@ from google.protobuf.message import Message
 import app.services.edge.kinds as k
 from app.services.edge.records import CONTROLLER_LEASE, NODE_CONTROLLER, put
 from app.store import NotFound, ObjectStore, Reader, StoreError, Writer
-
-from edgeproto import controller_pb2, node_pb2
+from gen.edgeproto import controller_pb2, node_pb2
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,7 @@ from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
 from app.store import Reader
-
-from edgeproto import developer_pb2
+from gen.edgeproto import developer_pb2
 
 
 @dataclass(frozen=True)

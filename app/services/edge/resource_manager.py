@@ -33,9 +33,8 @@ from app.services.edge import capacity
 from app.services.edge.records import PROGRESS, load, progress_key, put, remove
 from app.sim.clock import Clock
 from app.store import EventType, ObjectStore, Reader, Transaction, Writer
-
-from distributed_match_engine import appcommon_pb2
-from edgeproto import app_inst_pb2, cloudlet_pb2, clusterinst_pb2, common_pb2, result_pb2
+from gen.distributed_match_engine import appcommon_pb2
+from gen.edgeproto import app_inst_pb2, cloudlet_pb2, clusterinst_pb2, common_pb2, result_pb2
 
 PHASE_STEPS = 1
 TS = common_pb2.TrackedState

@@ -31,8 +31,7 @@ from app.services.edge.resource_manager import follow
 from app.services.edge.validation import check_key
 from app.services.status import Rejected, Violations, abort_rejected, abort_store_error
 from app.store import StoreError
-
-from edgeproto import (
+from gen.edgeproto import (
     app_inst_pb2,
     app_inst_pb2_grpc,
     app_pb2,

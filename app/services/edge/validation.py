@@ -15,8 +15,7 @@ from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
 from app.services.status import Violations
-
-from edgeproto import app_inst_pb2, app_pb2, clusterinst_pb2, flavor_pb2, node_pb2
+from gen.edgeproto import app_inst_pb2, app_pb2, clusterinst_pb2, flavor_pb2, node_pb2
 
 MAX_NAME = 63
 _NAME = re.compile(r"^[0-9A-Za-z][-_0-9A-Za-z .&,!]*$")

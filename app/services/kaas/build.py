@@ -29,8 +29,7 @@ from pathlib import Path
 
 import app
 import gen  # noqa: F401
-
-from cnct.kaas.api import api_pb2
+from gen.cnct.kaas.api import api_pb2
 
 # Go's names for machine architectures, which the original reported.
 _GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386"}

@@ -36,8 +36,7 @@ from app.sim.clock import Clock
 from app.sim.kubeconfig import issue_kubeconfig
 from app.sim.machines import Machine, MachineProvider, Role
 from app.store import ObjectStore, Transaction
-
-from cnct.kaas.api import api_pb2
+from gen.cnct.kaas.api import api_pb2
 
 log = logging.getLogger(__name__)
 

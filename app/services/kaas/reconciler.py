@@ -50,8 +50,7 @@ from app.sim.clock import Clock
 from app.sim.kubeconfig import issue_kubeconfig
 from app.sim.machines import IpPoolExhausted, Machine, MachineProvider, Phase, Role
 from app.store import ObjectStore
-
-from cnct.kaas.api import api_pb2
+from gen.cnct.kaas.api import api_pb2
 
 log = logging.getLogger(__name__)
 

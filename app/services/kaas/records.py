@@ -25,8 +25,7 @@ import gen  # noqa: F401
 from app.services.plain_data import from_struct, to_struct
 from app.sim.machines import Machine, MachineRequest, Role
 from app.store import Reader, Record, Writer
-
-from cnct.kaas.api import api_pb2
+from gen.cnct.kaas.api import api_pb2
 
 CLUSTER = "kaas.cluster"
 CLUSTER_SPEC = "kaas.cluster_spec"

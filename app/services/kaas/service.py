@@ -60,8 +60,7 @@ from app.services.status import (
 )
 from app.sim.machines import MachineProvider
 from app.store import ObjectStore, Record, StoreError, Transaction
-
-from cnct.kaas.api import api_pb2, api_pb2_grpc
+from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 
 Code = grpc.StatusCode
 

@@ -12,8 +12,7 @@ from collections.abc import Iterable, Sequence
 import gen  # noqa: F401
 from app.services.names import dns_label_problem, label_key_problem, label_value_problem
 from app.services.status import Violations
-
-from cnct.kaas.api import api_pb2
+from gen.cnct.kaas.api import api_pb2
 
 CONTROL_PLANE_COUNTS = (1, 3, 5)
 INSTANCE_TYPES = ("standard", "gpu")

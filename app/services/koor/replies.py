@@ -44,8 +44,7 @@ from app.sim.storage import (
     node_name,
     observe,
 )
-
-from resources.stats import stats_pb2
+from gen.resources.stats import stats_pb2
 
 
 def format_bytes(n: float) -> str:

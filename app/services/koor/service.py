@@ -36,8 +36,7 @@ from app.services.status import abort_store_error
 from app.sim.clock import Clock
 from app.sim.storage import StorageSpec
 from app.store import AlreadyExists, ObjectStore, StoreError
-
-from stats import stats_pb2, stats_pb2_grpc
+from gen.stats import stats_pb2, stats_pb2_grpc
 
 STORAGE_SPEC = "koor.storage_spec"
 STORAGE_CLUSTER_KEY = "koor-cluster"

@@ -20,8 +20,7 @@ from app.services.kudo.placement import Capacity
 from app.services.kudo.records import FINAL, INSTANCE, InstanceRecord, capacity_of
 from app.sim.clock import Clock
 from app.store import Conflict, EventType, NotFound, ObjectStore
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 ATTEMPTS = 5
 

@@ -9,8 +9,7 @@ A FAILED instance may only be destroyed; TERMINATED is final.
 from __future__ import annotations
 
 import gen  # noqa: F401
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 # request → (states it is allowed from, the state it moves the instance to at once)
 REQUESTS: dict[str, tuple[frozenset[int], int]] = {

@@ -29,8 +29,7 @@ from app.services.kudo.subnets import SubnetPoolExhausted, allocate_subnet
 from app.services.status import Violations
 from app.sim.clock import Clock
 from app.store import AlreadyExists, Conflict, NotFound, ObjectStore, Transaction
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 ATTEMPTS = 5  # retries of a write that lost an optimistic-concurrency race
 # A stream that is open but silent this many grace periods counts as ended (its server died).

@@ -15,8 +15,7 @@ from typing import Any
 
 import gen  # noqa: F401
 from app.services.kudo.placement import Capacity
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 NODE = "scheduler.node"
 INSTANCE = "scheduler.instance"

@@ -19,8 +19,7 @@ from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.kudo.wakeup import StoreChanges
 from app.sim.clock import Clock
 from app.store import Conflict, ObjectStore
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 STEPS = {pb.SCHEDULED: 1, pb.STARTING: 2, pb.STOPPING: 1, pb.DESTROYING: 1}
 

@@ -17,8 +17,7 @@ from app.services.kudo.subnets import SubnetPoolExhausted, address_in
 from app.services.kudo.wakeup import StoreChanges
 from app.sim.clock import Clock
 from app.store import Conflict, ObjectStore
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 
 def _free_address(subnet: str, taken: set[str]) -> str | None:

@@ -42,9 +42,8 @@ from app.services.kudo.validation import instance_violations
 from app.services.status import Violations, abort_invalid, abort_rejected, abort_store_error
 from app.sim.clock import Clock
 from app.store import ObjectStore, StoreError
-
-from scheduler import scheduler_pb2 as pb
-from scheduler import scheduler_pb2_grpc as pb_grpc
+from gen.scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 
 
 def _check_speaks_for(node_id: str) -> None:

@@ -20,8 +20,7 @@ from app.services.kudo.placement import Capacity
 from app.services.kudo.records import INSTANCE, InstanceRecord, summary
 from app.sim.clock import Clock
 from app.store import ObjectStore
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 log = logging.getLogger(__name__)
 SIMULATED_CAPACITY = Capacity(cpu=8, memory=16384, disk=200)

@@ -17,8 +17,7 @@ from app.services.kudo.service import InstanceService, NodeService
 from app.services.kudo.simulated_nodes import simulated_nodes_job
 from app.sim.clock import Clock, SimClock
 from app.store import ObjectStore
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 Job = Callable[[], Awaitable[None]]
 

@@ -8,8 +8,7 @@ import gen  # noqa: F401
 from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.names import dns_label_problem
 from app.services.status import Violations
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 MAX_PORTS = 64

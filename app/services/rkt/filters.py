@@ -12,8 +12,7 @@ import posixpath
 from collections.abc import Iterable, Sequence
 
 import gen  # noqa: F401 - puts the generated modules on the import path
-
-from v1alpha import api_pb2
+from gen.v1alpha import api_pb2
 
 
 def _has_all(have: Iterable[api_pb2.KeyValue], wanted: Iterable[api_pb2.KeyValue]) -> bool:

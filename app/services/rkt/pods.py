@@ -25,9 +25,8 @@ from datetime import UTC, datetime
 import gen  # noqa: F401
 from app.services.kudo.images import ImageReference, parse_reference
 from app.services.kudo.records import UP, InstanceRecord, Transition
-
-from scheduler import scheduler_pb2 as spb
-from v1alpha import api_pb2 as pb
+from gen.scheduler import scheduler_pb2 as spb
+from gen.v1alpha import api_pb2 as pb
 
 NETWORK = "default"
 APPC_VERSION = "0.8.11"

@@ -42,10 +42,9 @@ from app.services.rkt.pods import (
 from app.services.status import Violations, abort, abort_invalid
 from app.shared_calls import SharedCalls
 from app.store import EventType, ObjectStore, StoreError
-
-from scheduler import scheduler_pb2 as spb
-from v1alpha import api_pb2 as pb
-from v1alpha import api_pb2_grpc as pb_grpc
+from gen.scheduler import scheduler_pb2 as spb
+from gen.v1alpha import api_pb2 as pb
+from gen.v1alpha import api_pb2_grpc as pb_grpc
 
 RKT_VERSION = "1.30.0"
 APPC_VERSION = "0.8.11"

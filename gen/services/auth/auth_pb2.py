@@ -23,7 +23,7 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
-from resources.timestamp import timestamp_pb2 as resources_dot_timestamp_dot_timestamp__pb2
+from ...resources.timestamp import timestamp_pb2 as resources_dot_timestamp_dot_timestamp__pb2
 
 
 DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18services/auth/auth.proto\x12\rservices.auth\x1a\x1cgoogle/api/annotations.proto\x1a#resources/timestamp/timestamp.proto\"\"\n\x11\x43heckTokenRequest\x12\r\n\x05token\x18\x01 \x01(\t\"%\n\x12\x43heckTokenResponse\x12\x0f\n\x07success\x18\x01 \x01(\x08\"2\n\x0cLoginRequest\x12\x10\n\x08username\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\"c\n\rLoginResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12/\n\x07\x65xpires\x18\x02 \x01(\x0b\x32\x1e.resources.timestamp.Timestamp\x12\x12\n\naccount_id\x18\x03 \x01(\t\"\x0f\n\rLogoutRequest\"!\n\x0eLogoutResponse\x12\x0f\n\x07success\x18\x01 \x01(\x08\x32\xc2\x02\n\x0b\x41uthService\x12]\n\x05Login\x12\x1b.services.auth.LoginRequest\x1a\x1c.services.auth.LoginResponse\"\x19\x82\xd3\xe4\x93\x02\x13\"\x0e/v1/auth:login:\x01*\x12\x61\n\x06Logout\x12\x1c.services.auth.LogoutRequest\x1a\x1d.services.auth.LogoutResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\"\x0f/v1/auth:logout:\x01*\x12q\n\nCheckToken\x12 .services.auth.CheckTokenRequest\x1a!.services.auth.CheckTokenResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\"\x13/v1/auth:checkToken:\x01*b\x06proto3')

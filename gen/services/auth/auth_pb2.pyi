@@ -1,5 +1,5 @@
 from google.api import annotations_pb2 as _annotations_pb2
-from resources.timestamp import timestamp_pb2 as _timestamp_pb2
+from ...resources.timestamp import timestamp_pb2 as _timestamp_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Mapping as _Mapping

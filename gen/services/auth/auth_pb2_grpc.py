@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from services.auth import auth_pb2 as services_dot_auth_dot_auth__pb2
+from ...services.auth import auth_pb2 as services_dot_auth_dot_auth__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -16,9 +16,7 @@ from websockets.asyncio.client import connect
 import gen  # noqa: F401
 from app.services.edge.presence import prune_stale
 from app.services.edge.records import CONTROLLER_LEASE
-from tests.harness import Running, run, running, uvicorn_serving
-
-from edgeproto import (
+from gen.edgeproto import (
     app_inst_pb2,
     app_inst_pb2_grpc,
     cloudlet_pb2,
@@ -36,6 +34,7 @@ from edgeproto import (
     refs_pb2,
     refs_pb2_grpc,
 )
+from tests.harness import Running, run, running, uvicorn_serving
 
 TIMEOUT = 10.0
 OPERATOR = {"name": "Acme Telecom"}

@@ -22,9 +22,8 @@ from app.services.kaas.records import CLUSTER, MACHINE
 from app.services.plain_data import from_struct
 from app.sim.machines import FaultInjection, Machine, Phase, system_id_for
 from app.store import EventType, ObjectStore
+from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import Running, run, running
-
-from cnct.kaas.api import api_pb2, api_pb2_grpc
 
 TIMEOUT = 10.0
 

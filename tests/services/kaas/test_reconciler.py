@@ -20,9 +20,8 @@ from app.sim.machines import (
     system_id_for,
 )
 from app.store import ObjectStore
+from gen.cnct.kaas.api import api_pb2
 from tests.harness import run
-
-from cnct.kaas.api import api_pb2
 
 PROVIDER = SimulatedMachineProvider(timings=MachineTimings(deploy_jitter_steps=0))
 # allocate 1 + deploy 3 + join 2 steps

@@ -6,8 +6,7 @@ import pytest
 
 import gen  # noqa: F401
 from app.services.kaas.validation import check_create
-
-from cnct.kaas.api import api_pb2 as kaas
+from gen.cnct.kaas.api import api_pb2 as kaas
 
 VERSIONS = ("1.30.6", "1.31.2")
 

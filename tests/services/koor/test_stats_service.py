@@ -15,10 +15,9 @@ from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC, StatsSe
 from app.sim.clock import ManualClock
 from app.sim.storage import POOLS
 from app.store import ObjectStore
+from gen.resources.stats import stats_pb2 as resources
+from gen.stats import stats_pb2, stats_pb2_grpc
 from tests.harness import run, running
-
-from resources.stats import stats_pb2 as resources
-from stats import stats_pb2, stats_pb2_grpc
 
 PG_TOTAL = sum(pg_num for _, pg_num in POOLS)
 RPCS = {

@@ -16,6 +16,8 @@ from grpc_status import rpc_status
 
 import gen  # noqa: F401
 from app.services.kudo.records import INSTANCE, InstanceRecord
+from gen.scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from tests.harness import run, running, uvicorn_serving
 from tests.services.kudo.world import (
     bearer,
@@ -30,9 +32,6 @@ from tests.services.kudo.world import (
     stored_node,
     wait_status,
 )
-
-from scheduler import scheduler_pb2 as pb
-from scheduler import scheduler_pb2_grpc as pb_grpc
 
 FAST = {"sim_nodes": 0, "node_grace_seconds": 0.3}
 

@@ -15,8 +15,7 @@ from app.services.kudo.certificates import InvalidCertificate, read_node_certifi
 from app.services.kudo.lifecycle import IllegalTransition, after_request
 from app.services.kudo.placement import Capacity, NodeRoom, best_fit
 from app.services.kudo.subnets import SubnetPoolExhausted, address_in, allocate_subnet
-
-from scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2 as pb
 
 
 def _pem(common_name: str | None) -> str:

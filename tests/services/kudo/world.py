@@ -16,10 +16,9 @@ import grpc
 import gen  # noqa: F401
 from app.services.kudo.certificates import self_signed
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
+from gen.scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from tests.harness import Running
-
-from scheduler import scheduler_pb2 as pb
-from scheduler import scheduler_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]

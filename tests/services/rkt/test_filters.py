@@ -12,8 +12,7 @@ from app.services.rkt.filters import (
     select_images,
     select_pods,
 )
-
-from v1alpha import api_pb2 as rkt
+from gen.v1alpha import api_pb2 as rkt
 
 KV = rkt.KeyValue
 

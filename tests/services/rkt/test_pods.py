@@ -8,9 +8,8 @@ import gen  # noqa: F401
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import InstanceRecord
 from app.services.rkt.pods import Detail, EventTranslator, pod_of, pod_state
-
-from scheduler import scheduler_pb2 as pb
-from v1alpha import api_pb2 as rkt
+from gen.scheduler import scheduler_pb2 as pb
+from gen.v1alpha import api_pb2 as rkt
 
 
 def _instance(*path: int, uri: str = "nginx:1") -> InstanceRecord:

@@ -14,6 +14,10 @@ import pytest
 
 import gen  # noqa: F401
 from app.services.kudo.images import parse_reference
+from gen.scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2_grpc as pb_grpc
+from gen.v1alpha import api_pb2 as rkt
+from gen.v1alpha import api_pb2_grpc as rkt_grpc
 from tests.harness import Running, run, running, uvicorn_serving
 from tests.services.kudo.world import (
     bearer,
@@ -23,11 +27,6 @@ from tests.services.kudo.world import (
     open_streams,
     wait_status,
 )
-
-from scheduler import scheduler_pb2 as pb
-from scheduler import scheduler_pb2_grpc as pb_grpc
-from v1alpha import api_pb2 as rkt
-from v1alpha import api_pb2_grpc as rkt_grpc
 
 NGINX = "docker://nginx:1.25"
 ETCD = "quay.io/coreos/etcd:v3.5"

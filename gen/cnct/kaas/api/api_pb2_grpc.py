@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from cnct.kaas.api import api_pb2 as cnct_dot_kaas_dot_api_dot_api__pb2
+from ....cnct.kaas.api import api_pb2 as cnct_dot_kaas_dot_api_dot_api__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -11,7 +11,9 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -24,6 +26,17 @@ from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 
 log = logging.getLogger("portico.grpc")
+
+
+@dataclass(frozen=True)
+class _Health:
+    servicer: health.aio.HealthServicer
+    served: tuple[str, ...]  # the services reported SERVING once started
+
+
+# What start() and stop() need of a server create_server() made, kept beside it (grpc's server
+# object has no place for it) for as long as the server lives.
+_HEALTH: weakref.WeakKeyDictionary[grpc.aio.Server, _Health] = weakref.WeakKeyDictionary()
 
 _HANDLER_FACTORIES = {
     "unary": grpc.unary_unary_rpc_method_handler,
@@ -68,22 +81,21 @@ def create_server(
         (*registered, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
     port = server.add_insecure_port(address)
-    server.health = health_servicer  # type: ignore[attr-defined]
-    server.served_services = tuple(served)  # type: ignore[attr-defined]
+    _HEALTH[server] = _Health(health_servicer, tuple(served))
     return server, port
 
 
 async def start(server: grpc.aio.Server) -> None:
     """Start serving and report every service (and the server as a whole) SERVING."""
     await server.start()
-    health_servicer = server.health  # type: ignore[attr-defined]
-    for name in ("", *server.served_services):  # type: ignore[attr-defined]
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    state = _HEALTH[server]
+    for name in ("", *state.served):
+        await state.servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
 
 async def stop(server: grpc.aio.Server, grace: float = 5.0) -> None:
     """Report NOT_SERVING, then let in-flight calls finish for up to ``grace`` seconds."""
-    await server.health.enter_graceful_shutdown()  # type: ignore[attr-defined]
+    await _HEALTH[server].servicer.enter_graceful_shutdown()
     await server.stop(grace)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 import uvicorn
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from app.auth.gate import Gate
 from app.auth.passwords import PasswordHasher
@@ -56,7 +56,7 @@ class Portico:
         self.registry = Registry.from_package("gen")
         self.store: ObjectStore | None = None
         self.gate: Gate | None = None
-        self.http_app: FastAPI | None = None
+        self.http_app: ASGIApp | None = None  # built by start()
         self.grpc_server: grpc.aio.Server | None = None
         self.grpc_port = 0
         self.servicers: dict[str, object] = {}
@@ -270,6 +270,8 @@ async def run(settings: Settings) -> None:
     # so full collections stay short instead of pausing every request behind them.
     gc.collect()
     gc.freeze()
+    if portico.http_app is None:
+        raise RuntimeError("start() did not build the HTTP app")
     config = uvicorn.Config(
         portico.http_app,
         log_level="info",

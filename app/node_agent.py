@@ -22,7 +22,6 @@ from typing import Any
 
 import grpc
 
-import gen  # noqa: F401
 from app.services.kudo.certificates import self_signed
 from app.services.names import dns_label_problem
 from gen.scheduler import scheduler_pb2 as pb

@@ -5,7 +5,6 @@ from __future__ import annotations
 import grpc
 from google.protobuf import timestamp_pb2
 
-import gen  # noqa: F401
 from app.auth.gate import Gate
 from app.callers import current_caller
 from app.refusals import Rejected

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import descriptor, json_format, message
 
@@ -66,7 +66,7 @@ def parse_into(
     """Merge a decoded JSON object into ``target``; any problem is a BadRequest naming the field."""
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object, not {_json_type(value)}")
-    _check_tree(value, target.DESCRIPTOR, "")
+    _check_tree(value, message_descriptor(target), "")
     try:
         json_format.ParseDict(value, target, ignore_unknown_fields=options.ignore_unknown)
     except json_format.ParseError as exc:
@@ -292,6 +292,19 @@ _BASE64 = re.compile(
 _BYTES_VALUE = "google.protobuf.BytesValue"
 
 
+def message_descriptor(msg: message.Message | type[message.Message]) -> descriptor.Descriptor:
+    """``msg``'s descriptor. The stubs type ``DESCRIPTOR`` as the pure-Python or the upb class
+    (whichever backend runs); both have the descriptor API the gateway uses, typed here as one."""
+    return cast(descriptor.Descriptor, msg.DESCRIPTOR)
+
+
+def map_entry(field: descriptor.FieldDescriptor) -> descriptor.Descriptor:
+    """The entry message of a map field (its ``key`` and ``value``)."""
+    if field.message_type is None:
+        raise TypeError(f"{field.full_name} is not a map field")
+    return field.message_type
+
+
 def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str) -> None:
     """Refuse a field given under both its spellings and bytes that are not base64."""
     if not isinstance(value, dict) or desc.full_name.startswith("google.protobuf."):
@@ -314,7 +327,7 @@ def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str) -> None:
 def _check_value(item: Any, field: descriptor.FieldDescriptor, path: str) -> None:
     if _is_map(field):
         if isinstance(item, dict):
-            value_field = field.message_type.fields_by_name["value"]
+            value_field = map_entry(field).fields_by_name["value"]
             for key, entry in item.items():
                 _check_value(entry, value_field, f"{path}[{key}]")
         return

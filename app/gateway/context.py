@@ -15,11 +15,12 @@ from typing import Any, NoReturn
 
 import grpc
 from google.rpc import status_pb2
-from grpc_status import rpc_status
 
-from app.gateway.errors import CODE_BY_NUMBER, GatewayError, RpcAborted
+from app.gateway.errors import CODE_BY_NUMBER, STATUS_DETAILS_KEY, GatewayError, RpcAborted
 
 Metadata = tuple[tuple[str, str | bytes], ...]
+# What a servicer may hand over: pairs, or grpc.aio.Metadata (which iterates as pairs).
+MetadataIn = grpc.aio.Metadata | Sequence[tuple[str, str | bytes]]
 
 
 class GatewayContext(grpc.aio.ServicerContext):
@@ -41,13 +42,15 @@ class GatewayContext(grpc.aio.ServicerContext):
         self.headers_sent = False
         self._cancelled = False
         self._done = False
-        self._callbacks: list[Callable[[Any], None]] = []
+        self._callbacks: list[Callable[[Any], object]] = []
         self._requests: AsyncIterator[Any] | None = None  # what read() takes from
         self._outbox: asyncio.Queue[Any] | None = None  # what write() puts into
 
     # -- what the servicer reads ---------------------------------------------------------------
 
-    def invocation_metadata(self) -> Metadata:
+    # grpc.aio's own context returns a tuple of (key, value) pairs as well; the stub's
+    # "Metadata | None" is narrower than what grpc does, and servicers only iterate it.
+    def invocation_metadata(self) -> Metadata:  # type: ignore[override]
         """Request headers as gRPC metadata."""
         return self._metadata
 
@@ -64,7 +67,8 @@ class GatewayContext(grpc.aio.ServicerContext):
     def auth_context(self) -> dict[str, list[bytes]]:
         return {}
 
-    def time_remaining(self) -> float | None:
+    # grpc documents None for a call without a deadline; the stub says float.
+    def time_remaining(self) -> float | None:  # type: ignore[override]
         """Seconds to the deadline, or None without one."""
         if self.deadline is None:
             return None
@@ -78,7 +82,7 @@ class GatewayContext(grpc.aio.ServicerContext):
         """True once the call has ended, for whatever reason."""
         return self._done
 
-    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+    def add_done_callback(self, callback: Callable[[Any], object]) -> None:
         """Run ``callback(self)`` when the call ends (immediately if it already has)."""
         if self._done:
             callback(self)
@@ -87,21 +91,21 @@ class GatewayContext(grpc.aio.ServicerContext):
 
     # -- how the servicer answers --------------------------------------------------------------
 
-    async def send_initial_metadata(self, initial_metadata: Sequence[tuple[str, Any]]) -> None:
+    async def send_initial_metadata(self, initial_metadata: MetadataIn) -> None:
         """Metadata sent as ``Grpc-Metadata-*`` response headers."""
         if self.headers_sent:
             raise grpc.aio.UsageError("initial metadata was already sent")
         self.initial_metadata = tuple(initial_metadata)
 
-    def set_trailing_metadata(self, trailing_metadata: Sequence[tuple[str, Any]]) -> None:
+    def set_trailing_metadata(self, trailing_metadata: MetadataIn) -> None:
         """Metadata sent after the reply (headers for unary calls)."""
         self.trailing_metadata_sent = tuple(trailing_metadata)
 
-    def trailing_metadata(self) -> Metadata:
+    def trailing_metadata(self) -> Metadata:  # type: ignore[override]  # pairs, as grpc's
         return self.trailing_metadata_sent
 
     async def abort(
-        self, code: grpc.StatusCode, details: str = "", trailing_metadata: Metadata = ()
+        self, code: grpc.StatusCode, details: str = "", trailing_metadata: MetadataIn = ()
     ) -> NoReturn:
         """End the call with a status; rich details travel in ``grpc-status-details-bin``."""
         if code is grpc.StatusCode.OK:
@@ -123,7 +127,8 @@ class GatewayContext(grpc.aio.ServicerContext):
     def set_details(self, details: str) -> None:
         self._details = details
 
-    def code(self) -> grpc.StatusCode | None:
+    # None until the servicer sets one; the stub says StatusCode.
+    def code(self) -> grpc.StatusCode | None:  # type: ignore[override]
         return self._code
 
     def details(self) -> str:
@@ -157,13 +162,14 @@ class GatewayContext(grpc.aio.ServicerContext):
         """A server stream's replies: those an async-generator handler yields, or those a handler
         that returns sends with ``write()`` (grpc.aio allows both styles)."""
         if hasattr(handler_result, "__aiter__"):
-            return handler_result.__aiter__()  # type: ignore[no-any-return]
+            return handler_result.__aiter__()
         return self._written(handler_result)
 
     async def _written(self, handler_call: Awaitable[Any]) -> AsyncIterator[Any]:
         # One reply in flight: write() waits until the router has taken the previous one, as a
         # slow client slows a gRPC handler down.
-        self._outbox = outbox = asyncio.Queue(maxsize=1)
+        outbox: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
+        self._outbox = outbox
         handler = asyncio.ensure_future(handler_call)
         # The call may end while the router is not iterating any more (the client went away).
         self.add_done_callback(lambda _: handler.cancel())
@@ -218,7 +224,7 @@ def _status_from_metadata(
 ) -> status_pb2.Status | None:
     """The google.rpc.Status in ``grpc-status-details-bin``, checked like grpcio-status does."""
     for key, value in metadata:
-        if key == rpc_status.GRPC_DETAILS_METADATA_KEY and isinstance(value, bytes):
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
             status = status_pb2.Status.FromString(value)
             if CODE_BY_NUMBER.get(status.code) is not code:
                 raise ValueError("code in grpc-status-details-bin does not match the abort code")

@@ -110,10 +110,11 @@ class RpcDispatcher:
                 http_io.check_content_type(
                     call.headers, b"application/x-ndjson", b"application/json"
                 )
-                request: Request = streaming.ndjson_messages(
+                messages = streaming.ndjson_messages(
                     pump.payloads(), method.input_type, self.stages.options.json, limit
                 )
-                context.read_from(request)
+                context.read_from(messages)
+                request: Request = messages
             else:
                 if match.plan.body:
                     http_io.check_content_type(call.headers, b"application/json")

@@ -45,6 +45,8 @@ HTTP_STATUS_BY_CODE: dict[grpc.StatusCode, int] = {
 }
 CODE_BY_NUMBER: dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.StatusCode}
 INTERNAL_MESSAGE = "internal error"
+# The trailer that carries a google.rpc.Status (what grpcio-status reads and writes).
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 
 def http_status(code: grpc.StatusCode) -> int:
@@ -172,9 +174,8 @@ def internal_error() -> GatewayError:
 def _retry_after(details: Sequence[any_pb2.Any]) -> int | None:
     """Whole seconds of a ``google.rpc.RetryInfo`` detail, which HTTP says as Retry-After."""
     for detail in details:
-        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            info = error_details_pb2.RetryInfo()
-            detail.Unpack(info)
+        info = error_details_pb2.RetryInfo()
+        if detail.Unpack(info):  # False for a detail of another type
             delay = info.retry_delay
             return max(0, delay.seconds + (1 if delay.nanos > 0 else 0))
     return None

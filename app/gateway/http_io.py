@@ -18,7 +18,13 @@ from starlette.types import Receive, Scope, Send
 
 from app.gateway import streaming
 from app.gateway.context import GatewayContext, Metadata
-from app.gateway.errors import BadRequest, GatewayError, body_too_large, unsupported_media_type
+from app.gateway.errors import (
+    STATUS_DETAILS_KEY,
+    BadRequest,
+    GatewayError,
+    body_too_large,
+    unsupported_media_type,
+)
 
 Headers = dict[bytes, bytes]  # ASGI request headers, names in lower case
 
@@ -30,8 +36,8 @@ def raw_path(scope: Scope) -> str:
     # some servers put the query string in raw_path too.
     raw = scope.get("raw_path")
     if not raw:
-        return scope["path"]  # type: ignore[no-any-return]
-    return raw.decode("latin-1").split("?", 1)[0]  # type: ignore[no-any-return]
+        return scope["path"]
+    return raw.decode("latin-1").split("?", 1)[0]
 
 
 def peer(scope: Scope) -> str:
@@ -149,7 +155,7 @@ def _response_headers(
     headers = [(b"content-type", content_type), (b"x-request-id", request_id.encode("latin-1"))]
     if context is not None and (context.initial_metadata or context.trailing_metadata_sent):
         for key, value in (*context.initial_metadata, *context.trailing_metadata_sent):
-            if key == "grpc-status-details-bin":
+            if key == STATUS_DETAILS_KEY:
                 continue  # already the Status body
             text = base64.b64encode(value).decode() if isinstance(value, bytes) else value
             headers.append((b"grpc-metadata-" + key.encode("latin-1"), text.encode("latin-1")))

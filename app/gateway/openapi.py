@@ -23,7 +23,7 @@ from typing import Any
 from google.protobuf import descriptor, descriptor_pb2
 from google.rpc import status_pb2
 
-from app.gateway.codec import JsonOptions
+from app.gateway.codec import JsonOptions, map_entry, message_descriptor
 from app.gateway.http_rules import (
     BindingPlan,
     Variable,
@@ -131,7 +131,7 @@ def openapi_document(
     for service in registry.services:
         for message in service.descriptor.file.message_types_by_name.values():
             schemas.ref(message)
-    schemas.ref(status_pb2.Status.DESCRIPTOR)
+    schemas.ref(message_descriptor(status_pb2.Status))
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version, "description": _info(json_options)},
@@ -279,7 +279,7 @@ class _Schemas:
         schema = self.value(fd)
         notes = [self.comments.get(fd.full_name, "")]
         oneof = fd.containing_oneof
-        if oneof is not None and oneof in _real_oneofs(fd.containing_type):
+        if oneof is not None and oneof in _real_oneofs(oneof.containing_type):
             others = ", ".join(f"`{self.key(f)}`" for f in oneof.fields)
             notes.append(f"Part of oneof `{oneof.name}`: at most one of {others} is set.")
         description = " ".join(n for n in notes if n)
@@ -292,7 +292,7 @@ class _Schemas:
     def value(self, fd: descriptor.FieldDescriptor) -> Schema:
         """The schema of a field's JSON value: maps, arrays, messages, enums or scalars."""
         if _is_map(fd):
-            value_field = fd.message_type.fields_by_name["value"]
+            value_field = map_entry(fd).fields_by_name["value"]
             return {"type": "object", "additionalProperties": self.single(value_field)}
         if fd.is_repeated:
             return {"type": "array", "items": self.single(fd)}

@@ -137,11 +137,11 @@ def _service(service_desc: descriptor.ServiceDescriptor) -> Service:
 
 def http_bindings(method_desc: descriptor.MethodDescriptor) -> Iterator[HttpBinding]:
     """The method's ``google.api.http`` rule and its ``additional_bindings``, in order."""
-    options = method_desc.GetOptions()
-    if not options.HasExtension(annotations_pb2.http):
-        return
-    rule = options.Extensions[annotations_pb2.http]
-    yield from _bindings(rule)
+    # Found among the set fields rather than through Extensions[...]: protoc's stubs type the
+    # extension as a plain FieldDescriptor, which the Extensions API does not accept.
+    for field, rule in method_desc.GetOptions().ListFields():
+        if field.full_name == annotations_pb2.http.full_name:
+            yield from _bindings(rule)
 
 
 def _bindings(rule: http_pb2.HttpRule) -> Iterator[HttpBinding]:

@@ -18,6 +18,7 @@ from app.gateway.codec import (
     dump_json,
     field_key,
     load_json,
+    message_descriptor,
     parse_into,
     path_name,
     resolve_field_path,
@@ -72,7 +73,7 @@ class Transcoder:
             pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
         except (UnicodeDecodeError, ValueError) as exc:
             raise BadRequest(f"query string is not valid UTF-8: {exc}") from exc
-        desc = request.DESCRIPTOR
+        desc = message_descriptor(request)
         seen: set[str] = set()
         for key, text in pairs:
             fields = resolve_field_path(desc, key, self.options.ignore_unknown)
@@ -110,6 +111,6 @@ class Transcoder:
     def _render(self, plan: BindingPlan, reply: Message, streamed: bool) -> bytes:
         value: Any = to_dict(reply, self.options)
         if plan.response_body:
-            desc = reply.DESCRIPTOR.fields_by_name[plan.response_body]
+            desc = message_descriptor(reply).fields_by_name[plan.response_body]
             value = value.get(field_key(desc, self.options))
         return dump_json({"result": value} if streamed else value)

@@ -8,10 +8,10 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from app.store.errors import AlreadyExists, NotFound
-from app.store.tables import Account, RevokedToken
+from app.store.tables import Account, RevokedToken, core_table, inserted_id
 
-_accounts = Account.__table__
-_revoked = RevokedToken.__table__
+_accounts = core_table(Account)
+_revoked = core_table(RevokedToken)
 
 # The columns update_account may change; the rest identify the account or are kept by the store.
 ACCOUNT_CHANGEABLE = frozenset({"password_hash", "role", "enabled"})
@@ -27,7 +27,7 @@ def insert_account(
     """Add an account; ``AlreadyExists`` if the username is taken."""
     if select_account(conn, username) is not None:
         raise AlreadyExists(f"account {username!r} already exists")
-    values = {
+    values: dict[str, Any] = {
         "username": username,
         "password_hash": password_hash,
         "role": role,
@@ -35,7 +35,7 @@ def insert_account(
         "created_at": now,
         "updated_at": now,
     }
-    account_id = conn.execute(insert(_accounts).values(values)).inserted_primary_key[0]
+    account_id = inserted_id(conn.execute(insert(_accounts).values(values)))
     return Account(id=account_id, **values)
 
 

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 
@@ -21,7 +22,8 @@ from app.store.database import advisory_lock_key
 from app.store.objects import ObjectStore
 
 # A dead peer (pulled cable, frozen VM) is noticed within about idle + interval * count seconds.
-_KEEPALIVE = {
+# libpq connection parameters, which psycopg passes on as they are.
+_KEEPALIVE: dict[str, Any] = {
     "keepalives": 1,
     "keepalives_idle": 5,
     "keepalives_interval": 2,

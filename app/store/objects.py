@@ -10,9 +10,10 @@ To show a listing and then follow it: read ``current_revision()``, then ``list()
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -32,6 +33,8 @@ from app.store.tables import (
     EventLogEntry,
     StoredObject,
     StoreMeta,
+    core_table,
+    inserted_id,
     utc_now,
 )
 from app.store.watch import (
@@ -48,9 +51,9 @@ DEFAULT_COMPACTION_AGE = timedelta(days=1)
 # watches): a cheap query, and the floor of cross-worker stream latency.
 DEFAULT_POLL_INTERVAL = 0.05
 
-_objects = StoredObject.__table__
-_log = EventLogEntry.__table__
-_meta = StoreMeta.__table__
+_objects = core_table(StoredObject)
+_log = core_table(EventLogEntry)
+_meta = core_table(StoreMeta)
 _RECORD_COLUMNS = (
     _objects.c.kind,
     _objects.c.key,
@@ -70,8 +73,11 @@ class Message(Protocol):
 
     def SerializeToString(self, *, deterministic: bool = ...) -> bytes: ...
 
+    @classmethod
+    def FromString(cls, s: bytes) -> Self: ...
 
-M = TypeVar("M")
+
+M = TypeVar("M", bound=Message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +93,7 @@ class Record:
 
     def parse(self, message_type: type[M]) -> M:
         """Decode ``data`` as ``message_type``."""
-        return message_type.FromString(self.data)  # type: ignore[attr-defined, no-any-return]
+        return message_type.FromString(self.data)
 
 
 def _as_bytes(data: bytes | Message) -> bytes:
@@ -162,7 +168,7 @@ def _append_event(
     conn: Connection, kind: str, key: str, type_: EventType, data: bytes, now: datetime
 ) -> int:
     values = {"kind": kind, "key": key, "type": type_.value, "data": data, "at": now}
-    return int(conn.execute(_INSERT_EVENT, values).inserted_primary_key[0])
+    return inserted_id(conn.execute(_INSERT_EVENT, values))
 
 
 def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datetime) -> Record:
@@ -438,7 +444,7 @@ class ObjectStore:
 
     def watch(
         self, kinds: Collection[str] | str | None, since_revision: int
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event]:
         """Every event after ``since_revision`` for ``kinds`` (None: all), then new ones live.
 
         Raises ``OutOfRange`` if the log was compacted past ``since_revision``.
@@ -476,7 +482,7 @@ class ObjectStore:
         """The account with ``account_id``, or None."""
         return await self.database.read(accounts.select_account_by_id, account_id)
 
-    async def list_accounts(self) -> list[Account]:
+    async def list_accounts(self) -> builtins.list[Account]:  # list: the method below
         """Every account, ordered by username."""
         return await self.database.read(accounts.select_accounts)
 

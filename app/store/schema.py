@@ -9,7 +9,7 @@ from sqlmodel import SQLModel
 
 from app.store.database import Database, call_mapped, rollback_quietly
 from app.store.errors import SchemaTooNew
-from app.store.tables import SCHEMA_VERSION, STORE_TABLES, SchemaVersion, utc_now
+from app.store.tables import SCHEMA_VERSION, STORE_TABLES, SchemaVersion, core_table, utc_now
 
 # Step from version N-1 to N, run inside the schema transaction; version 1 is the first schema.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
@@ -21,12 +21,12 @@ def ensure_schema(database: Database) -> int:
 
 
 def _ensure_schema(database: Database) -> int:
-    version_table = SchemaVersion.__table__
+    version_table = core_table(SchemaVersion)
     with database.engine.connect() as conn:
         # The write lock also keeps several processes starting at once from racing on DDL.
         database.begin_write(conn)
         try:
-            SQLModel.metadata.create_all(conn, tables=[t.__table__ for t in STORE_TABLES])
+            SQLModel.metadata.create_all(conn, tables=[core_table(t) for t in STORE_TABLES])
             found = conn.execute(select(func.max(version_table.c.version))).scalar()
             if found is not None and found > SCHEMA_VERSION:
                 raise SchemaTooNew(

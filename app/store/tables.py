@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, LargeBinary, String
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    CursorResult,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Table,
+    inspect,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -131,3 +142,19 @@ class StoreMeta(SQLModel, table=True):
 
 STORE_TABLES = (Account, RevokedToken, StoredObject, EventLogEntry, SchemaVersion, StoreMeta)
 COMPACTED_REVISION = "compacted_revision"
+
+
+def core_table(model: type[SQLModel]) -> Table:
+    """The Core table a table model maps (its ``__table__``, which SQLModel leaves untyped)."""
+    table = inspect(model).local_table
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not a table model")
+    return table
+
+
+def inserted_id(result: CursorResult[Any]) -> int:
+    """The primary key a single-row INSERT generated."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise RuntimeError("the INSERT generated no primary key")
+    return int(key[0])

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import enum
 from collections import deque
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, func, select
 
 from app.store.errors import OutOfRange, Unavailable
-from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoreMeta
+from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoreMeta, core_table
 
 if TYPE_CHECKING:
     from app.store.database import Database
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 REPLAY_BATCH = 500
 RECENT_EVENTS = 4096
 
-_log = EventLogEntry.__table__
-_meta = StoreMeta.__table__
+_log = core_table(EventLogEntry)
+_meta = core_table(StoreMeta)
 
 
 class EventType(enum.StrEnum):
@@ -212,7 +212,7 @@ async def follow_events(
     feed: RevisionFeed,
     kinds: Collection[str] | str | None,
     since_revision: int,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event]:
     """Every event after ``since_revision`` for ``kinds``, then new ones as they commit."""
     if isinstance(kinds, str):
         kinds = (kinds,)

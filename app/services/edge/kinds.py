@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-import gen  # noqa: F401
 from gen.edgeproto import (
     app_inst_pb2,
     app_pb2,
@@ -46,7 +45,9 @@ class EdgeType:
 
     @property
     def descriptor(self) -> Descriptor:
-        return self.message.DESCRIPTOR
+        # The stubs type DESCRIPTOR as the pure-Python or the upb class (whichever backend runs);
+        # both have the API used here.
+        return cast(Descriptor, self.message.DESCRIPTOR)
 
     @property
     def name(self) -> str:

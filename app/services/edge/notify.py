@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
@@ -46,7 +47,7 @@ Code = grpc.StatusCode
 PEER_TYPES = (k.CLOUDLET_INFO, k.CLUSTER_INST_INFO, k.APP_INST_INFO, k.NODE)
 
 
-def _packed(obj: Message, action: int) -> notice_pb2.Notice:
+def _packed(obj: Message, action: notice_pb2.NoticeAction) -> notice_pb2.Notice:
     wrapper = any_pb2.Any()
     wrapper.Pack(obj)
     return notice_pb2.Notice(action=action, any=wrapper)
@@ -71,7 +72,7 @@ def wanted_types(names: list[str]) -> tuple[k.EdgeType, ...]:
     return tuple(kind for kind in k.ALL_TYPES if kind in chosen)
 
 
-def _cloudlet_of(obj: Message) -> Message | None:
+def _cloudlet_of(obj: Any) -> Message | None:
     """The cloudlet an object lives on (None for cloudlet-independent types)."""
     name = obj.DESCRIPTOR.name
     if name in ("Cloudlet", "CloudletInfo", "CloudletRefs"):
@@ -94,7 +95,7 @@ class NoticeSync:
 
     async def run(
         self, requests: AsyncIterator[notice_pb2.Notice]
-    ) -> AsyncIterator[notice_pb2.Notice]:
+    ) -> AsyncGenerator[notice_pb2.Notice]:
         """The server's side of the stream."""
         first = await anext(aiter(requests), None)
         if first is None:

@@ -36,7 +36,7 @@ from app.services.status import Rejected, Violations
 from app.sim.clock import Clock
 from app.store import ObjectStore, Transaction, Writer
 from gen.distributed_match_engine import loc_pb2
-from gen.edgeproto import app_inst_pb2, clusterinst_pb2, common_pb2, refs_pb2
+from gen.edgeproto import app_inst_pb2, app_pb2, clusterinst_pb2, common_pb2, refs_pb2
 
 Code = grpc.StatusCode
 PROTECTED = frozenset({k.KEY_FIELD, k.FIELDS_FIELD})
@@ -258,6 +258,8 @@ class EdgeObjects:
         key = obj.key
         await self._require_not_deleting(tx, k.CLUSTER_INST, key.cluster_inst_key)
         app = await load(tx, k.APP, key.app_key)
+        if app is None:  # check_references found it earlier in this transaction
+            raise RuntimeError(f"{k.APP.describe(app_pb2.App(key=key.app_key))} vanished")
         cloudlet = await load(tx, k.CLOUDLET, key.cluster_inst_key.cloudlet_key)
         obj.liveness = common_pb2.LIVENESS_STATIC
         obj.uri = ".".join(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -37,7 +38,7 @@ def _message_at(path: str) -> Callable[[Message], Message | None]:
     return key_at
 
 
-def _developer_named(obj: Message) -> Message | None:
+def _developer_named(obj: Any) -> Message | None:
     name = obj.key.developer
     return developer_pb2.DeveloperKey(name=name) if name else None
 

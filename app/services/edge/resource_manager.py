@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from google.protobuf import json_format, struct_pb2
 from google.protobuf.message import Message
@@ -38,13 +39,15 @@ from gen.edgeproto import app_inst_pb2, cloudlet_pb2, clusterinst_pb2, common_pb
 
 PHASE_STEPS = 1
 TS = common_pb2.TrackedState
+T = TypeVar("T")
 CREATE, UPDATE, DELETE = "create", "update", "delete"
 STATES = {
     CREATE: (TS.CREATE_REQUESTED, TS.CREATING, TS.READY),
     UPDATE: (TS.UPDATE_REQUESTED, TS.UPDATING, TS.READY),
     DELETE: (TS.DELETE_REQUESTED, TS.DELETING, TS.NOT_PRESENT),
 }
-MESSAGES = {
+# Keyed by plain ints: stored progress gives states back as ints (TrackedState.Value's type).
+MESSAGES: dict[int, str] = {
     TS.CREATE_REQUESTED: "Create requested",
     TS.CREATING: "Creating",
     TS.UPDATE_REQUESTED: "Update requested",
@@ -54,7 +57,7 @@ MESSAGES = {
     TS.READY: "Ready",
     TS.NOT_PRESENT: "Deleted",
 }
-_CLOUDLET_STATE = {
+_CLOUDLET_STATE: dict[int, cloudlet_pb2.CloudletState] = {
     TS.CREATE_REQUESTED: cloudlet_pb2.CLOUDLET_STATE_NOT_PRESENT,
     TS.CREATING: cloudlet_pb2.CLOUDLET_STATE_NOT_PRESENT,
     TS.DELETE_REQUESTED: cloudlet_pb2.CLOUDLET_STATE_OFFLINE,
@@ -75,7 +78,7 @@ class Progress:
     type_name: str
     key: str  # the object's store key
     action: str
-    state: int
+    state: int  # a TrackedState
     since: int  # the step ``state`` was entered
 
     @property
@@ -87,7 +90,8 @@ class Progress:
         return f"{self.type_name}/{self.key}"
 
     def key_message(self) -> Message:
-        key = type(self.kind.message().key)()
+        obj: Any = self.kind.message()  # every edge kind has a ``key`` message
+        key = type(obj.key)()
         json_format.Parse(self.key, key)
         return key
 
@@ -107,7 +111,20 @@ class Progress:
     @classmethod
     def from_bytes(cls, data: bytes) -> Progress:
         s = struct_pb2.Struct.FromString(data)
-        return cls(s["type"], s["key"], s["action"], TS.Value(s["state"]), int(s["since"]))
+        return cls(
+            _stored(s, "type", str),
+            _stored(s, "key", str),
+            _stored(s, "action", str),
+            TS.Value(_stored(s, "state", str)),
+            int(_stored(s, "since", float)),  # a Struct's numbers are floats
+        )
+
+
+def _stored(struct: struct_pb2.Struct, name: str, kind: type[T]) -> T:
+    value = struct[name]
+    if not isinstance(value, kind):
+        raise TypeError(f"stored progress has {name} {value!r}, not a {kind.__name__}")
+    return value
 
 
 def dns_name(*parts: str) -> str:
@@ -149,7 +166,7 @@ async def begin(tx: Writer, kind: k.EdgeType, obj: Message, action: str, step: i
 
 
 async def _set_state(
-    tx: Writer, kind: k.EdgeType, key: Message, state: int, *, controller: str
+    tx: Writer, kind: k.EdgeType, key: Any, state: int, *, controller: str
 ) -> None:
     """Write the tracked state into the info object (and the object's ``state`` field)."""
     if kind is k.CLOUDLET:
@@ -169,15 +186,15 @@ async def _set_state(
         return
     obj.state = state
     info_kind = k.INFO_OF[kind.name]
-    info = await load(tx, info_kind, key) or info_kind.message(key=key)
-    info.state = state
+    observed: Any = await load(tx, info_kind, key) or info_kind.message(key=key)
+    observed.state = state
     if kind is k.APP_INST and state == TS.READY:
         containers = [dns_name(key.app_key.name, key.app_key.version)]
-        for target in (obj, info):
+        for target in (obj, observed):
             del target.runtime_info.container_ids[:]
             target.runtime_info.container_ids.extend(containers)
     await put(tx, kind, obj)
-    await put(tx, info_kind, info)
+    await put(tx, info_kind, observed)
 
 
 async def _finish_delete(tx: Transaction, kind: k.EdgeType, key: Message) -> None:
@@ -279,7 +296,7 @@ class ResourceManager:
 
 async def follow(
     store: ObjectStore, progress: Progress, since_revision: int
-) -> AsyncIterator[result_pb2.Result]:
+) -> AsyncGenerator[result_pb2.Result]:
     """The operation's progress as Results, from its current state until it is done."""
     yield result_pb2.Result(message=MESSAGES[progress.state])
     record_key = progress.record_key

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any
 
@@ -81,7 +81,7 @@ DONE = {"Create": "Created", "Update": "Updated", "Delete": "Deleted"}
 REGISTRATION_WAIT_SECONDS = 2.0
 
 Unary = Callable[[Any], Awaitable[Message]]
-Streaming = Callable[[Any], AsyncIterator[Message]]
+Streaming = Callable[[Any], AsyncGenerator[Message]]
 
 
 def _unary(fn: Unary) -> Callable[..., Awaitable[Message]]:
@@ -176,7 +176,7 @@ class EdgeApis:
     def _tracked(self, verb: str, kind: k.EdgeType) -> Streaming:
         operation = self._operation(verb)
 
-        async def call(request: Any) -> AsyncIterator[Message]:
+        async def call(request: Any) -> AsyncGenerator[Message]:
             progress, revision = await operation(kind, request)
             if progress is None:
                 yield result_pb2.Result(message="No changes")
@@ -188,7 +188,7 @@ class EdgeApis:
         return call
 
     def _show(self, kind: k.EdgeType) -> Streaming:
-        async def call(request: Any) -> AsyncIterator[Message]:
+        async def call(request: Any) -> AsyncGenerator[Message]:
             for obj in await self.objects.show(kind, request):
                 yield obj
 
@@ -220,15 +220,15 @@ class EdgeApis:
             await tx.delete(k.CLOUDLET_INFO.kind, key)
         return result_pb2.Result(message="Evicted")
 
-    async def show_cloudlet_metrics(self, request: Any) -> AsyncIterator[Message]:
+    async def show_cloudlet_metrics(self, request: Any) -> AsyncGenerator[Message]:
         for metric in await metrics.cloudlet_metrics(self.store, request):
             yield metric
 
-    async def show_app_inst_metrics(self, request: Any) -> AsyncIterator[Message]:
+    async def show_app_inst_metrics(self, request: Any) -> AsyncGenerator[Message]:
         for metric in await metrics.app_inst_metrics(self.store, request):
             yield metric
 
-    async def show_controller(self, request: Any) -> AsyncIterator[Message]:
+    async def show_controller(self, request: Any) -> AsyncGenerator[Message]:
         # A Show right after start should see this replica, whose first heartbeat may be pending.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.presence.registered.wait(), REGISTRATION_WAIT_SECONDS)
@@ -237,19 +237,19 @@ class EdgeApis:
             if controller.key.addr in live:
                 yield controller
 
-    async def show_node(self, request: Any) -> AsyncIterator[Message]:
+    async def show_node(self, request: Any) -> AsyncGenerator[Message]:
         live = await presence.live_controllers(self.store)
         async for node in self._nodes(request, lambda addr: addr in live):
             yield node
 
-    async def show_node_local(self, request: Any) -> AsyncIterator[Message]:
+    async def show_node_local(self, request: Any) -> AsyncGenerator[Message]:
         here = self.presence.address
         async for node in self._nodes(request, lambda addr: addr == here):
             yield node
 
     async def _nodes(
         self, request: Any, connected_to: Callable[[str], bool]
-    ) -> AsyncIterator[Message]:
+    ) -> AsyncGenerator[Message]:
         owners = await presence.node_controllers(self.store)
         for node in await self.objects.show(k.NODE, request):
             if connected_to(owners.get(k.NODE.store_key(node), "")):

@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
 from app.services.status import Violations
-from gen.edgeproto import app_inst_pb2, app_pb2, clusterinst_pb2, flavor_pb2, node_pb2
+from gen.edgeproto import (
+    app_inst_pb2,
+    app_pb2,
+    cloudlet_pb2,
+    cluster_pb2,
+    clusterinst_pb2,
+    controller_pb2,
+    developer_pb2,
+    flavor_pb2,
+    node_pb2,
+    operator_pb2,
+)
 
 MAX_NAME = 63
 _NAME = re.compile(r"^[0-9A-Za-z][-_0-9A-Za-z .&,!]*$")
@@ -52,25 +64,27 @@ def _name(found: Violations, path: str, value: str) -> None:
         found.add(path, problem)
 
 
-def check_developer_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_developer_key(
+    found: Violations, key: developer_pb2.DeveloperKey, path: str = "key"
+) -> None:
     _name(found, f"{path}.name", key.name)
 
 
-def check_operator_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_operator_key(found: Violations, key: operator_pb2.OperatorKey, path: str = "key") -> None:
     _name(found, f"{path}.name", key.name)
 
 
-def check_flavor_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_flavor_key(found: Violations, key: flavor_pb2.FlavorKey, path: str = "key") -> None:
     problem = token_problem(key.name, required=True)
     if problem:
         found.add(f"{path}.name", problem)
 
 
-def check_cluster_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_cluster_key(found: Violations, key: cluster_pb2.ClusterKey, path: str = "key") -> None:
     _name(found, f"{path}.name", key.name)
 
 
-def check_app_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_app_key(found: Violations, key: app_pb2.AppKey, path: str = "key") -> None:
     check_developer_key(found, key.developer_key, f"{path}.developer_key")
     _name(found, f"{path}.name", key.name)
     problem = token_problem(key.version, required=False)
@@ -78,34 +92,39 @@ def check_app_key(found: Violations, key: Message, path: str = "key") -> None:
         found.add(f"{path}.version", problem)
 
 
-def check_cloudlet_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_cloudlet_key(found: Violations, key: cloudlet_pb2.CloudletKey, path: str = "key") -> None:
     check_operator_key(found, key.operator_key, f"{path}.operator_key")
     _name(found, f"{path}.name", key.name)
 
 
-def check_cluster_inst_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_cluster_inst_key(
+    found: Violations, key: clusterinst_pb2.ClusterInstKey, path: str = "key"
+) -> None:
     check_cluster_key(found, key.cluster_key, f"{path}.cluster_key")
     check_cloudlet_key(found, key.cloudlet_key, f"{path}.cloudlet_key")
     _name(found, f"{path}.developer", key.developer)
 
 
-def check_app_inst_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_app_inst_key(found: Violations, key: app_inst_pb2.AppInstKey, path: str = "key") -> None:
     check_app_key(found, key.app_key, f"{path}.app_key")
     check_cluster_inst_key(found, key.cluster_inst_key, f"{path}.cluster_inst_key")
 
 
-def check_controller_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_controller_key(
+    found: Violations, key: controller_pb2.ControllerKey, path: str = "key"
+) -> None:
     if not key.addr:
         found.add(f"{path}.addr", "is required")
 
 
-def check_node_key(found: Violations, key: Message, path: str = "key") -> None:
+def check_node_key(found: Violations, key: node_pb2.NodeKey, path: str = "key") -> None:
     _name(found, f"{path}.name", key.name)
     if key.node_type not in node_pb2.NodeType.values():
         found.add(f"{path}.node_type", f"unknown node type {key.node_type}")
 
 
-KEY_CHECKS: dict[str, Callable[[Violations, Message, str], None]] = {
+# Each kind's checks take that kind's key or object: the kind is the table's key.
+KEY_CHECKS: dict[str, Callable[[Violations, Any, str], None]] = {
     k.DEVELOPER.name: check_developer_key,
     k.OPERATOR.name: check_operator_key,
     k.FLAVOR.name: check_flavor_key,
@@ -183,7 +202,7 @@ def _check_app_inst(found: Violations, obj: app_inst_pb2.AppInst) -> None:
         )
 
 
-BODY_CHECKS: dict[str, Callable[[Violations, Message], None]] = {
+BODY_CHECKS: dict[str, Callable[[Violations, Any], None]] = {
     k.FLAVOR.name: _check_flavor,
     k.APP.name: _check_app,
     k.CLUSTER.name: _check_optional_flavor("default_flavor"),

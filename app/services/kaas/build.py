@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import app
-import gen  # noqa: F401
 from gen.cnct.kaas.api import api_pb2
 
 # Go's names for machine architectures, which the original reported.

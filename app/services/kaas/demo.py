@@ -19,7 +19,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-import gen  # noqa: F401
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,
@@ -80,7 +79,7 @@ async def seed_demo_clusters(
 
         async def add(
             spec: api_pb2.CreateClusterMsg,
-            status: int,
+            status: api_pb2.ClusterStatus,
             adjust: Callable[[Machine], Machine] | None = None,
             since: int = now,
             kubeconfig: bool = False,

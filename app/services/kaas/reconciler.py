@@ -29,7 +29,6 @@ import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-import gen  # noqa: F401
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,

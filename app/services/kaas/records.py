@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from google.protobuf import struct_pb2, wrappers_pb2
 
-import gen  # noqa: F401
 from app.services.plain_data import from_struct, to_struct
 from app.sim.machines import Machine, MachineRequest, Role
 from app.store import Reader, Record, Writer

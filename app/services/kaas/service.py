@@ -30,7 +30,6 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 
 import grpc
 
-import gen  # noqa: F401
 from app.services.kaas import validation
 from app.services.kaas.build import running_build
 from app.services.kaas.records import (

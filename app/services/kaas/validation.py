@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import gen  # noqa: F401
 from app.services.names import dns_label_problem, label_key_problem, label_value_problem
 from app.services.status import Violations
 from gen.cnct.kaas.api import api_pb2

@@ -24,7 +24,6 @@ from typing import Protocol
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-import gen  # noqa: F401  (puts the generated packages on the import path)
 from app.sim.clock import Clock
 from app.sim.storage import (
     OBJECT_SIZE,
@@ -238,7 +237,14 @@ def resource_inventory(
         "HEALTH_WARN": stats_pb2.RELIABILITY_DEGRADED,
     }.get(s.status, stats_pb2.RELIABILITY_NONE)
 
-    def custom(kind: str, name: str, namespace: str, serving: bool, replicas: int, score: int):
+    def custom(
+        kind: str,
+        name: str,
+        namespace: str,
+        serving: bool,
+        replicas: int,
+        score: stats_pb2.ReliabilityScore,
+    ) -> stats_pb2.ResourceInfo:
         return stats_pb2.ResourceInfo(
             apiversion="storage.koor.tech/v1alpha1" if kind == "KoorCluster" else "ceph.rook.io/v1",
             kind=kind,
@@ -286,7 +292,9 @@ def resource_inventory(
         ),
     ]
 
-    def deployment(name: str, namespace: str, up: bool, score: int) -> stats_pb2.ResourceInfo:
+    def deployment(
+        name: str, namespace: str, up: bool, score: stats_pb2.ReliabilityScore
+    ) -> stats_pb2.ResourceInfo:
         return stats_pb2.ResourceInfo(
             apiversion="apps/v1",
             kind="Deployment",

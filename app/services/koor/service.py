@@ -29,7 +29,6 @@ from dataclasses import replace
 import grpc
 from google.protobuf import struct_pb2
 
-import gen  # noqa: F401
 from app.services.koor.replies import SimulatedStorageCluster
 from app.services.plain_data import from_struct, to_struct
 from app.services.status import abort_store_error

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-import gen  # noqa: F401
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.lifecycle import IllegalTransition, after_request
 from app.services.kudo.placement import Capacity

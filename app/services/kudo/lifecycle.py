@@ -8,11 +8,10 @@ A FAILED instance may only be destroyed; TERMINATED is final.
 
 from __future__ import annotations
 
-import gen  # noqa: F401
 from gen.scheduler import scheduler_pb2 as pb
 
 # request → (states it is allowed from, the state it moves the instance to at once)
-REQUESTS: dict[str, tuple[frozenset[int], int]] = {
+REQUESTS: dict[str, tuple[frozenset[int], pb.Status]] = {
     "start": (frozenset({pb.STOPPED}), pb.STARTING),
     "stop": (frozenset({pb.RUNNING, pb.STARTING}), pb.STOPPING),
     "destroy": (
@@ -31,7 +30,7 @@ def state_name(status: int) -> str:
     return pb.Status.Name(status)
 
 
-def after_request(current: int, request: str) -> int:
+def after_request(current: pb.Status, request: str) -> pb.Status:
     """The state ``request`` moves an instance in ``current`` to; IllegalTransition if none."""
     allowed_from, target = REQUESTS[request]
     if current not in allowed_from:

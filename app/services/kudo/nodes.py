@@ -12,7 +12,6 @@ import time
 
 import grpc
 
-import gen  # noqa: F401
 from app.services.kudo.certificates import NodeCertificate
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.placement import Capacity

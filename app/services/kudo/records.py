@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import gen  # noqa: F401
 from app.services.kudo.placement import Capacity
 from gen.scheduler import scheduler_pb2 as pb
 
@@ -59,7 +58,7 @@ class NodeRecord:
     fingerprint: str
     subnet: str
     registered_at: float
-    status: int = pb.STARTING
+    status: pb.Status = pb.STARTING
     description: str = "registered; waiting for its first status report"
     limit: Capacity = field(default_factory=Capacity)
     usage: Capacity = field(default_factory=Capacity)
@@ -98,7 +97,7 @@ class Transition:
     """One status change of an instance: the source of its status stream, logs and pod events."""
 
     seq: int
-    status: int
+    status: pb.Status
     at_ns: int
     node: str
     description: str
@@ -115,7 +114,7 @@ class InstanceRecord:
     ports: tuple[tuple[int, int], ...]
     limit: Capacity
     created_ns: int
-    status: int = pb.SCHEDULING
+    status: pb.Status = pb.SCHEDULING
     description: str = ""
     usage: Capacity = field(default_factory=Capacity)
     node: str = ""
@@ -127,7 +126,7 @@ class InstanceRecord:
     history: tuple[Transition, ...] = field(default=())
 
     def moved(
-        self, status: int, description: str, *, at_ns: int, step: int, **changes: Any
+        self, status: pb.Status, description: str, *, at_ns: int, step: int, **changes: Any
     ) -> InstanceRecord:
         """This instance after a transition to ``status`` (other fields in ``changes``)."""
         updated = dataclasses.replace(self, **changes)

@@ -12,7 +12,6 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
-import gen  # noqa: F401
 from app.services.kudo.instances import running_usage
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import INSTANCE, InstanceRecord

@@ -10,7 +10,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import gen  # noqa: F401
 from app.services.kudo.placement import Capacity, NodeRoom, best_fit
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.kudo.subnets import SubnetPoolExhausted, address_in

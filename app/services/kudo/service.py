@@ -33,7 +33,6 @@ from collections.abc import AsyncIterator
 import grpc
 from google.protobuf import empty_pb2
 
-import gen  # noqa: F401
 from app.callers import Role, current_caller
 from app.services.kudo import instances, nodes
 from app.services.kudo.certificates import InvalidCertificate, read_node_certificate

@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-import gen  # noqa: F401
 from app.services.kudo.certificates import read_node_certificate, simulated_certificate
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.nodes import register_node, report_status

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import gen  # noqa: F401
 from app.config import Settings
 from app.services.kudo.health import failure_detection_job
 from app.services.kudo.instances import create_instance

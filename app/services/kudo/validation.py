@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import gen  # noqa: F401
 from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.names import dns_label_problem
 from app.services.status import Violations

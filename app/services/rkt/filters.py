@@ -11,7 +11,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Sequence
 
-import gen  # noqa: F401 - puts the generated modules on the import path
 from gen.v1alpha import api_pb2
 
 

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import gen  # noqa: F401
 from app.services.kudo.images import ImageReference, parse_reference
 from app.services.kudo.records import UP, InstanceRecord, Transition
 from gen.scheduler import scheduler_pb2 as spb
@@ -82,7 +81,7 @@ def _ran(transitions: Iterable[Transition]) -> bool:
     return any(t.status == spb.RUNNING for t in transitions)
 
 
-def pod_state(instance: InstanceRecord) -> int:
+def pod_state(instance: InstanceRecord) -> pb.PodState:
     """The rkt pod state of an instance."""
     if instance.status == spb.FAILED:
         return pb.POD_STATE_EXITED if _ran(_placement(instance)) else pb.POD_STATE_ABORTED_PREPARE
@@ -216,7 +215,9 @@ def image_imports(instances: Iterable[InstanceRecord]) -> dict[str, tuple[ImageR
     return found
 
 
-def _event(kind: int, subject: str, name: str, at_ns: int, data: dict[str, str]) -> pb.Event:
+def _event(
+    kind: pb.EventType, subject: str, name: str, at_ns: int, data: dict[str, str]
+) -> pb.Event:
     event = pb.Event(type=kind, id=subject, time=at_ns // 1_000_000_000, data=_kv(data.items()))
     setattr(event, "from", name)
     return event

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import grpc
 
-import gen  # noqa: F401
 from app import __version__
 from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.rkt import filters
@@ -41,7 +40,7 @@ from app.services.rkt.pods import (
 )
 from app.services.status import Violations, abort, abort_invalid
 from app.shared_calls import SharedCalls
-from app.store import EventType, ObjectStore, StoreError
+from app.store import Event, EventType, ObjectStore, StoreError
 from gen.scheduler import scheduler_pb2 as spb
 from gen.v1alpha import api_pb2 as pb
 from gen.v1alpha import api_pb2_grpc as pb_grpc
@@ -80,11 +79,11 @@ def _in_window(line: LogLine, since: int, until: int) -> bool:
 class _Follow:
     """Iterates a store watch, ending quietly at an optional wall-clock deadline."""
 
-    def __init__(self, events: AsyncIterator, until: int) -> None:
+    def __init__(self, events: AsyncIterator[Event], until: int) -> None:
         self._events = events
         self._until = until
 
-    async def next(self) -> object | None:
+    async def next(self) -> Event | None:
         """The next store event, or None once the deadline has passed."""
         if not self._until:
             return await anext(self._events)
@@ -130,7 +129,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         except StoreError as exc:
             await abort(context, exc.code, str(exc))
         instance = None if record is None else InstanceRecord.from_bytes(record.data)
-        if instance is None or not is_pod(instance):
+        if record is None or instance is None or not is_pod(instance):
             await abort(context, grpc.StatusCode.NOT_FOUND, f"pod {pod_id!r} not found")
         return instance, record.revision
 

@@ -13,7 +13,6 @@ import time
 
 import grpc
 
-import gen  # noqa: F401
 from gen.cnct.kaas.api import api_pb2
 
 

@@ -8,7 +8,6 @@ from datetime import UTC
 
 import pytest
 
-import gen  # noqa: F401  (puts the generated packages on the import path)
 from app.services.koor.replies import (
     SimulatedStorageCluster,
     StorageProvider,

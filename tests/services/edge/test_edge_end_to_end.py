@@ -13,7 +13,6 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from websockets.asyncio.client import connect
 
-import gen  # noqa: F401
 from app.services.edge.presence import prune_stale
 from app.services.edge.records import CONTROLLER_LEASE
 from gen.edgeproto import (

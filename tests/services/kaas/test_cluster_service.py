@@ -17,7 +17,6 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 import app
-import gen  # noqa: F401
 from app.services.kaas.records import CLUSTER, MACHINE
 from app.services.plain_data import from_struct
 from app.sim.machines import FaultInjection, Machine, Phase, system_id_for

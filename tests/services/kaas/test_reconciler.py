@@ -7,7 +7,6 @@ from pathlib import Path
 
 import yaml
 
-import gen  # noqa: F401
 from app.services.kaas.reconciler import ClusterReconciler
 from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, load_cluster
 from app.sim.clock import ManualClock

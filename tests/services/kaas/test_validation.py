@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import gen  # noqa: F401
 from app.services.kaas.validation import check_create
 from gen.cnct.kaas.api import api_pb2 as kaas
 

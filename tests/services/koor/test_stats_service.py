@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-import gen  # noqa: F401
 from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC, StatsService
 from app.sim.clock import ManualClock
 from app.sim.storage import POOLS

@@ -10,7 +10,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-import gen  # noqa: F401
 from app.services.kudo.certificates import InvalidCertificate, read_node_certificate
 from app.services.kudo.lifecycle import IllegalTransition, after_request
 from app.services.kudo.placement import Capacity, NodeRoom, best_fit

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import gen  # noqa: F401
 from app.services.rkt.filters import (
     event_matches,
     image_matches,

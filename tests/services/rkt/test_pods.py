@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import gen  # noqa: F401
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import InstanceRecord
 from app.services.rkt.pods import Detail, EventTranslator, pod_of, pod_state

@@ -12,7 +12,6 @@ import grpc
 import httpx
 import pytest
 
-import gen  # noqa: F401
 from app.services.kudo.images import parse_reference
 from gen.scheduler import scheduler_pb2 as pb
 from gen.scheduler import scheduler_pb2_grpc as pb_grpc

@@ -44,12 +44,15 @@ class LiveServer:
 
 
 @contextlib.contextmanager
-def live_portico(data_dir: Path) -> Iterator[LiveServer]:
+def live_portico(data_dir: Path, **changes: Any) -> Iterator[LiveServer]:
     """Start Portico and uvicorn (tests.harness) on a thread of their own; stop them on exit."""
     started: queue.Queue[Any] = queue.Queue()
 
     async def serve() -> None:
-        async with running(data_dir) as server, uvicorn_serving(server.portico.http_app) as address:
+        async with (
+            running(data_dir, **changes) as server,
+            uvicorn_serving(server.portico.http_app) as address,
+        ):
             stopping = asyncio.Event()
             live = LiveServer(f"http://{address}", server, asyncio.get_running_loop())
             started.put((live, stopping))
@@ -119,3 +122,18 @@ def browser(chromium: tuple[str, str], live_server: LiveServer) -> Iterator[Any]
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(autouse=True)
+def no_script_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every browser scenario runs under the page's Content-Security-Policy without tripping it,
+    and without an uncaught script error (a failed request's own console line is expected)."""
+    if "browser" not in request.fixturenames:
+        yield
+        return
+    browser = request.getfixturevalue("browser")
+    browser.get_log("browser")  # what earlier scenarios left
+    yield
+    console = [entry["message"] for entry in browser.get_log("browser")]
+    problems = [m for m in console if "Content Security Policy" in m or "Uncaught" in m]
+    assert not problems, console

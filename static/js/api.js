@@ -1,0 +1,243 @@
+// Talking to Portico: the OpenAPI document, unary calls and server streams, all through the
+// canonical route `POST /{package}.{Service}/{Method}` (its body is always the whole request
+// message, so one code path serves every method whatever its HTTP binding).
+import { token } from './session.js';
+import { record } from './history.js';
+
+export const CODES = [
+  'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND',
+  'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED',
+  'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
+];
+
+export const api = { doc: null, methods: new Map(), onUnauthenticated: () => {} };
+
+export function canonicalPath(rpc) {
+  const dot = rpc.lastIndexOf('.');
+  return `/${rpc.slice(0, dot)}/${rpc.slice(dot + 1)}`;
+}
+
+export function authHeaders(headers) {
+  const bearer = token();
+  return bearer ? { ...headers, Authorization: `Bearer ${bearer}` } : headers;
+}
+
+// One entry per RPC with every route the document gives it; the canonical one kept apart.
+function indexMethods(doc) {
+  const methods = new Map();
+  for (const [path, item] of Object.entries(doc.paths || {})) {
+    for (const [verb, operation] of Object.entries(item)) {
+      const rpc = operation['x-portico-rpc'];
+      if (!rpc) continue;
+      let method = methods.get(rpc);
+      if (!method) {
+        const dot = rpc.lastIndexOf('.');
+        const kind = operation['x-portico-streaming'] || 'unary';
+        method = {
+          rpc,
+          service: (operation.tags && operation.tags[0]) || rpc.slice(0, dot),
+          name: rpc.slice(dot + 1),
+          kind,
+          clientStreaming: kind === 'client_streaming' || kind === 'bidi_streaming',
+          serverStreaming: kind === 'server_streaming' || kind === 'bidi_streaming',
+          routes: [],
+          canonical: null,
+        };
+        methods.set(rpc, method);
+      }
+      const route = { verb: verb.toUpperCase(), path, operation };
+      if (route.verb === 'POST' && path === canonicalPath(rpc)) method.canonical = route;
+      else method.routes.push(route);
+    }
+  }
+  return methods;
+}
+
+export async function loadDocument() {
+  const response = await fetch('/openapi.json', { headers: { Accept: 'application/json' } });
+  if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
+  api.doc = await response.json();
+  api.methods = indexMethods(api.doc);
+  return api.doc;
+}
+
+export function mainOperation(method) {
+  return (method.canonical || method.routes[0]).operation;
+}
+
+export function requestSchema(method) {
+  const content = (mainOperation(method).requestBody || {}).content || {};
+  const media = content['application/json'] || content['application/x-ndjson'] || {};
+  return media.schema || {};
+}
+
+// Follows local $refs (#/components/schemas/...), bounded in case of a cycle.
+export function resolve(schema) {
+  for (let hops = 0; schema && schema.$ref && hops < 32; hops += 1) {
+    let node = api.doc;
+    for (const key of schema.$ref.replace(/^#\//, '').split('/')) {
+      node = node ? node[key.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
+    }
+    schema = node;
+  }
+  return schema || {};
+}
+
+export async function readJson(response) {
+  const text = await response.text();
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return text; // not JSON (a proxy's error page, say): shown as it is
+  }
+}
+
+// An error as a google.rpc.Status-like object, whatever failed.
+export class CallError extends Error {
+  constructor(status, httpStatus) {
+    const body = status && typeof status === 'object' ? status : { code: 2, message: String(status || '') };
+    super(body.message || `HTTP ${httpStatus}`);
+    this.status = body;
+    this.httpStatus = httpStatus;
+    this.code = Number(body.code || 0);
+  }
+}
+
+export function codeName(code) {
+  return CODES[Number(code) || 0] || `code ${code}`;
+}
+
+// A unary call; resolves to the reply, rejects with a CallError. Calls a user made (remember)
+// join the history; a view's own refreshes do not.
+export async function call(rpc, body = {}, { signal, remember = false } = {}) {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const started = performance.now();
+  const response = await fetch(canonicalPath(rpc), {
+    method: 'POST',
+    headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
+    body: text,
+    signal,
+  });
+  const reply = await readJson(response);
+  if (remember) record(rpc, text, response.status, Math.round(performance.now() - started));
+  if (response.status === 401) api.onUnauthenticated(reply);
+  if (!response.ok) throw new CallError(reply, response.status);
+  return reply;
+}
+
+// A server stream read as NDJSON; onResult gets each result as it arrives. Resolves when the
+// stream ends; rejects with a CallError for an error reply or an {"error": Status} line.
+export async function stream(rpc, body, onResult, { signal, contentType = 'application/json', onOpen, remember = false } = {}) {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const response = await fetch(canonicalPath(rpc), {
+    method: 'POST',
+    headers: authHeaders({ 'Content-Type': contentType, Accept: 'application/x-ndjson' }),
+    body: text,
+    signal,
+  });
+  if (remember) record(rpc, text, response.status, null);
+  const type = response.headers.get('content-type') || '';
+  if (!response.ok || !type.startsWith('application/x-ndjson')) {
+    const reply = await readJson(response);
+    if (response.status === 401) api.onUnauthenticated(reply);
+    throw new CallError(reply, response.status);
+  }
+  if (onOpen) onOpen(response);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  const take = (line) => {
+    if (!line.trim()) return;
+    const frame = JSON.parse(line);
+    if ('error' in frame) throw new CallError(frame.error, response.status);
+    onResult('result' in frame ? frame.result : frame);
+  };
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let newline;
+      while ((newline = buffer.indexOf('\n')) >= 0) {
+        take(buffer.slice(0, newline));
+        buffer = buffer.slice(newline + 1);
+      }
+    }
+    take(buffer);
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+// All results of a stream that ends by itself (edgeproto Show*), as a list.
+export async function collect(rpc, body = {}, options = {}) {
+  const results = [];
+  await stream(rpc, body, (result) => results.push(result), options);
+  return results;
+}
+
+// Codes a retry cannot fix: the stream stays down and says why.
+const FINAL = new Set([3, 5, 7, 9, 12, 16]);
+const RETRY_MS = [500, 1000, 2000, 4000, 8000, 15000];
+const liveStreams = new Set();
+
+// A stream kept open: when it drops (network, server restart, 'offline') it reconnects with
+// growing pauses, asking makeBody() for a fresh request each time so the caller can resume
+// where it left off. onState gets 'connecting' | 'live' | 'reconnecting' | 'ended' | 'failed'.
+export function live(rpc, makeBody, onResult, { onState = () => {}, reconnectOnEnd = true } = {}) {
+  const handle = { controller: null, stopped: false, attempt: 0, timer: null };
+  const connect = async () => {
+    if (handle.stopped) return;
+    handle.controller = new AbortController();
+    onState(handle.attempt ? 'reconnecting' : 'connecting');
+    try {
+      await stream(rpc, makeBody(), onResult, {
+        signal: handle.controller.signal,
+        onOpen: () => {
+          handle.attempt = 0;
+          onState('live');
+        },
+      });
+      if (handle.stopped) return;
+      if (!reconnectOnEnd) {
+        onState('ended');
+        return;
+      }
+    } catch (error) {
+      if (handle.stopped) return;
+      if (error instanceof CallError && FINAL.has(error.code)) {
+        onState('failed', error);
+        return;
+      }
+    }
+    const pause = RETRY_MS[Math.min(handle.attempt, RETRY_MS.length - 1)];
+    handle.attempt += 1;
+    onState('reconnecting');
+    handle.timer = setTimeout(connect, pause);
+  };
+  handle.stop = () => {
+    handle.stopped = true;
+    clearTimeout(handle.timer);
+    if (handle.controller) handle.controller.abort();
+    liveStreams.delete(handle);
+  };
+  // Drops the connection as a network failure would; the retry loop brings it back.
+  handle.drop = () => {
+    if (handle.controller) handle.controller.abort();
+  };
+  liveStreams.add(handle);
+  connect();
+  return handle;
+}
+
+export function stopAllLive() {
+  for (const handle of [...liveStreams]) handle.stop();
+}
+
+// The browser going offline kills every connection; the streams reconnect and resume on their
+// own (and at once when the browser says it is back online).
+window.addEventListener('offline', () => {
+  for (const handle of liveStreams) handle.drop();
+});
+window.addEventListener('online', () => {
+  for (const handle of liveStreams) handle.attempt = 0;
+});

@@ -1,0 +1,189 @@
+// The Portico dashboard: login, the views (one per API, the explorer, the history) and the hash
+// router that picks one. Deep links are hashes (#/kaas/demo-running); the page follows every
+// hash change, so links, Back and Forward all work without a reload.
+import { api, loadDocument, readJson } from './api.js';
+import { $, element, show } from './dom.js';
+import { openMethod, renderMethodList, setUpExplorer, abortCall } from './explorer.js';
+import { forget, mayCall, remember, role, claims, token, username } from './session.js';
+import { leaveView } from './ui.js';
+import { renderCluster, renderClusters } from './views/kaas.js';
+import { renderEdge, renderDeveloper } from './views/edge.js';
+import { historyEntry, renderHistory } from './views/history.js';
+import { renderPod, renderRuntime } from './views/runtime.js';
+import { renderStorage } from './views/storage.js';
+
+const LOGIN_PATH = '/v1/auth:login';
+const LOGOUT_PATH = '/v1/auth:logout';
+
+// The views, each shown only to a role that may call what it reads.
+const VIEWS = [
+  { name: 'kaas', label: 'Clusters', needs: 'cnct.kaas.api.Cluster.GetClusterList' },
+  { name: 'runtime', label: 'Runtime', needs: 'v1alpha.PublicAPI.ListPods' },
+  { name: 'edge', label: 'Edge', needs: 'edgeproto.CloudletApi.ShowCloudlet' },
+  { name: 'storage', label: 'Storage', needs: 'stats.StatsService.GetClusterStats' },
+  { name: 'explorer', label: 'Explorer', needs: null },
+  { name: 'history', label: 'History', needs: null },
+];
+
+const go = (hash) => {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+};
+
+function allowedViews() {
+  return VIEWS.filter((view) => !view.needs || mayCall(view.needs));
+}
+
+function renderNav(current) {
+  $('nav').replaceChildren(...allowedViews().map((view) => element('a', {
+    href: `#/${view.name}`,
+    'aria-current': view.name === current ? 'page' : undefined,
+    dataset: { view: view.name },
+  }, view.label)));
+}
+
+function parse(hash) {
+  const raw = hash.replace(/^#/, '');
+  // Links from before the views (#package.Service.Method) still open that method.
+  if (raw && !raw.startsWith('/')) return ['explorer', decodeURIComponent(raw)];
+  return raw.split('/').slice(1).map((part) => decodeURIComponent(part));
+}
+
+function route() {
+  if (!token() || !api.doc) return;
+  const [name, ...rest] = parse(location.hash);
+  const allowed = allowedViews();
+  const view = allowed.find((v) => v.name === name) || allowed[0];
+  const canonical = `#/${[view.name, ...(view.name === name ? rest : [])].map(encodeURIComponent).join('/')}`;
+  if (location.hash !== canonical && (!name || view.name !== name || !location.hash.startsWith('#/'))) {
+    history.replaceState(null, '', canonical);
+  }
+  leaveView();
+  abortCall();
+  renderNav(view.name);
+  const explorer = view.name === 'explorer' || view.name === 'history' && rest.length;
+  show($('explorer'), explorer);
+  show($('view'), !explorer);
+  const root = $('view');
+  root.dataset.view = view.name;
+  if (view.name === 'kaas') (rest.length ? renderCluster(root, go, rest[0]) : renderClusters(root, go));
+  else if (view.name === 'runtime') (rest[0] === 'pod' ? renderPod(root, go, rest[1]) : renderRuntime(root, go));
+  else if (view.name === 'edge') (rest[0] === 'developer' ? renderDeveloper(root, go, rest[1]) : renderEdge(root, go));
+  else if (view.name === 'storage') renderStorage(root, go);
+  else if (view.name === 'history' && !rest.length) renderHistory(root, go);
+  else if (view.name === 'history') {
+    const entry = historyEntry(rest[0]);
+    if (entry) openMethod(entry.rpc, entry.body);
+    else openMethod('');
+  } else openMethod(rest.join('/'));
+  document.title = `${view.label} · Portico`;
+  // Focus moves to the new view's heading, so keyboard and screen-reader users land on it.
+  const title = (explorer ? $('explorer') : root).querySelector('h2');
+  if (title) {
+    title.tabIndex = -1;
+    title.focus({ preventScroll: true });
+  }
+}
+
+// -- the session --------------------------------------------------------------------------------
+
+function showLogin(message = '') {
+  leaveView();
+  abortCall();
+  show($('app'), false);
+  show($('session'), false);
+  show($('login'), true);
+  $('login-message').textContent = message;
+  show($('login-message'), Boolean(message));
+  $('password').value = '';
+  ($('username').value ? $('password') : $('username')).focus();
+}
+
+function showApp() {
+  show($('login'), false);
+  show($('login-error'), false);
+  const tenant = claims().tenant || claims().organization;
+  $('whoami').textContent = `${username()}`;
+  $('role').textContent = tenant ? `${role()} · ${tenant}` : role();
+  show($('session'), true);
+  show($('app'), true);
+  if (api.doc) {
+    renderMethodList();
+    route();
+  }
+}
+
+function loginBusy(busy) {
+  $('login-submit').disabled = busy;
+  $('login-form').setAttribute('aria-busy', String(busy));
+  show($('login-progress'), busy);
+}
+
+async function logIn(event) {
+  event.preventDefault();
+  const name = $('username').value.trim();
+  show($('login-error'), false);
+  show($('login-message'), false);
+  loginBusy(true);
+  try {
+    const response = await fetch(LOGIN_PATH, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: JSON.stringify({ username: name, password: $('password').value }),
+    });
+    const body = await readJson(response);
+    if (!response.ok || !body || !body.token) {
+      const why = body && typeof body === 'object' && body.message ? body.message : `${response.status} ${response.statusText}`;
+      $('login-error').textContent = `Login failed: ${why}`;
+      show($('login-error'), true);
+      return;
+    }
+    remember(body.token, name);
+    showApp();
+  } catch (error) {
+    $('login-error').textContent = `Login failed: ${error.message}`;
+    show($('login-error'), true);
+  } finally {
+    loginBusy(false);
+  }
+}
+
+async function logOut() {
+  leaveView();
+  try {
+    // Revokes the token on the server; whatever it answers, this tab forgets it.
+    await fetch(LOGOUT_PATH, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token()}` }, body: '{}' });
+  } catch (error) {
+    // The server may be gone; forgetting the token is still right.
+  }
+  forget();
+  showLogin('Logged out.');
+}
+
+// A 401 means the token expired, was revoked or never was: only a new login helps.
+api.onUnauthenticated = (body) => {
+  forget();
+  const reason = body && body.message ? ` (${body.message})` : '';
+  showLogin(`Your session has ended${reason}: log in again.`);
+};
+
+async function start() {
+  $('login-form').addEventListener('submit', logIn);
+  $('logout').addEventListener('click', logOut);
+  setUpExplorer();
+  window.addEventListener('hashchange', route);
+  if (token()) showApp();
+  else showLogin();
+  try {
+    const doc = await loadDocument();
+    const info = doc.info || {};
+    $('doc-info').textContent = `${info.title || ''} ${info.version || ''}`.trim();
+  } catch (error) {
+    $('view').replaceChildren(element('p', { class: 'error-text', text: `Cannot load /openapi.json: ${error.message}` }));
+    return;
+  }
+  if (token()) showApp();
+  document.body.dataset.ready = 'true';
+}
+
+start();

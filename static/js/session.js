@@ -1,0 +1,72 @@
+// The signed-in session: the token (sessionStorage: it lives as long as the tab, is not shared
+// with other tabs and is not left on disk), who it belongs to, and what its role may call.
+
+const TOKEN_KEY = 'portico.token';
+const USER_KEY = 'portico.user';
+
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function remember(newToken, username) {
+  sessionStorage.setItem(TOKEN_KEY, newToken);
+  sessionStorage.setItem(USER_KEY, username);
+}
+
+export function forget() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(USER_KEY);
+}
+
+export function username() {
+  return sessionStorage.getItem(USER_KEY) || '?';
+}
+
+// The token's claims, read without checking the signature: only to shape the page. The server
+// checks every call, so a forged claim gains nothing but buttons that get PERMISSION_DENIED.
+export function claims() {
+  const bearer = token();
+  if (!bearer) return {};
+  try {
+    const part = bearer.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    const json = new TextDecoder().decode(Uint8Array.from(atob(part), (c) => c.charCodeAt(0)));
+    return JSON.parse(json) || {};
+  } catch (error) {
+    return {};
+  }
+}
+
+export function role() {
+  return claims().role || 'viewer';
+}
+
+// The server's role policy, read from method names the way it is (app/auth/policy.py; a test
+// checks that both agree for every RPC and role). It only decides which actions the page offers.
+const PUBLIC = new Set(['services.auth.AuthService.Login', 'services.auth.AuthService.CheckToken']);
+const SIGNED_IN = new Set(['services.auth.AuthService.Logout']);
+const ADMIN_ONLY_SERVICES = new Set(['edgeproto.CloudletRefsApi', 'edgeproto.ClusterRefsApi', 'edgeproto.NotifyApi']);
+const ADMIN_ONLY = new Set(['edgeproto.CloudletInfoApi.InjectCloudletInfo', 'edgeproto.CloudletInfoApi.EvictCloudletInfo']);
+const READ_ONLY_SERVICES = new Set(['stats.StatsService']);
+const READ_ONLY_PREFIXES = ['Get', 'List', 'Show', 'Inspect'];
+
+export function isReadOnly(rpc) {
+  const dot = rpc.lastIndexOf('.');
+  const service = rpc.slice(0, dot);
+  const method = rpc.slice(dot + 1);
+  return READ_ONLY_SERVICES.has(service) || READ_ONLY_PREFIXES.some((prefix) => method.startsWith(prefix));
+}
+
+export function allows(roleName, rpc) {
+  if (PUBLIC.has(rpc) || SIGNED_IN.has(rpc)) return true;
+  const service = rpc.slice(0, rpc.lastIndexOf('.'));
+  if (roleName === 'admin') return true;
+  if (roleName === 'node') return service === 'scheduler.NodeService';
+  if (ADMIN_ONLY_SERVICES.has(service) || ADMIN_ONLY.has(rpc)) return false;
+  if (roleName === 'operator') return true;
+  if (roleName === 'viewer') return isReadOnly(rpc);
+  return false;
+}
+
+export function mayCall(rpc) {
+  return allows(role(), rpc);
+}

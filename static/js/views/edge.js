@@ -1,0 +1,151 @@
+// Edge: cloudlets (with the state their resource manager reports), cluster instances and app
+// instances, and per developer the graph of their objects. Create and delete of instances are
+// server streams of progress messages, shown live while the object changes. The Show RPCs end
+// after answering (edgeproto offers no watch stream to operators or viewers), so the tables are
+// asked again every REFRESH_MS and after each progress message.
+import { collect, stream } from '../api.js';
+import { element, link, statusPill, table, timeCell } from '../dom.js';
+import { actionButton, confirmAction, every, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
+import { objectGraph } from '../graph.js';
+
+const E = 'edgeproto';
+const REFRESH_MS = 5000;
+
+const cloudletName = (key) => (key ? `${key.name} (${(key.operator_key || {}).name || '?'})` : '');
+const clusterInstName = (key) => (key ? `${(key.cluster_key || {}).name} @ ${cloudletName(key.cloudlet_key)}` : '');
+const appName = (key) => (key ? `${key.name} ${key.version || ''}`.trim() : '');
+
+async function world() {
+  const [cloudlets, infos, clusterInsts, appInsts, developers] = await Promise.all([
+    collect(`${E}.CloudletApi.ShowCloudlet`),
+    collect(`${E}.CloudletInfoApi.ShowCloudletInfo`),
+    collect(`${E}.ClusterInstApi.ShowClusterInst`),
+    collect(`${E}.AppInstApi.ShowAppInst`),
+    collect(`${E}.DeveloperApi.ShowDeveloper`),
+  ]);
+  const state = new Map(infos.map((info) => [JSON.stringify(info.key), info]));
+  return { cloudlets: cloudlets.map((c) => ({ ...c, info: state.get(JSON.stringify(c.key)) })), clusterInsts, appInsts, developers };
+}
+
+// Runs a progress stream (Create/Delete/Update of cloudlets and instances), each message shown
+// in the progress panel as it arrives.
+async function withProgress(panel, title, rpc, body, after) {
+  const list = element('ol', { class: 'progress-list' });
+  const state = element('span', {}, statusPill('IN_PROGRESS'));
+  const entry = element('div', { class: 'progress-entry', dataset: { rpc } }, element('h4', {}, `${title} `, state), list);
+  panel.prepend(entry);
+  panel.hidden = false;
+  try {
+    await stream(rpc, body, (result) => {
+      list.append(element('li', {}, timeCell(new Date().toISOString()), ' ', result.message || JSON.stringify(result)));
+      after();
+    }, { remember: true });
+    state.replaceChildren(statusPill('DONE'));
+    entry.dataset.state = 'done';
+  } catch (error) {
+    state.replaceChildren(statusPill('FAILED'));
+    entry.dataset.state = 'failed';
+    list.append(element('li', { class: 'error-text', text: error.message }));
+  }
+  after();
+}
+
+export function renderEdge(root, go) {
+  const badge = liveBadge();
+  const progress = element('div', { class: 'panel card', id: 'progress', hidden: true, 'aria-live': 'polite' }, element('h3', { text: 'Progress' }));
+  const cloudlets = element('div', {}, element('p', { class: 'muted', text: 'Loading…' }));
+  const clusterInsts = element('div');
+  const appInsts = element('div');
+  const developers = element('div');
+  let latest = null;
+  let shown = '';
+  const refresh = async () => {
+    try {
+      latest = await world();
+      badge.set('polling', REFRESH_MS);
+      const text = JSON.stringify(latest);
+      if (text === shown) return;
+      shown = text;
+      draw(latest);
+    } catch (error) {
+      badge.set('failed', error);
+      cloudlets.replaceChildren(failure(error));
+    }
+  };
+  const createAppInst = actionButton(`${E}.AppInstApi.CreateAppInst`, 'Create app instance', () => {
+    formDialog(`${E}.AppInstApi.CreateAppInst`, {
+      title: 'Create an app instance',
+      submitLabel: 'Create',
+      initial: latest && latest.appInsts[0] ? { key: { app_key: latest.appInsts[0].key.app_key, cluster_inst_key: latest.appInsts[0].key.cluster_inst_key } } : {},
+      submit: async (value) => {
+        withProgress(progress, `Create ${appName(((value.key || {}).app_key))}`, `${E}.AppInstApi.CreateAppInst`, value, refresh);
+      },
+    });
+  });
+  root.replaceChildren(heading('Edge', badge, createAppInst), progress,
+    section('Cloudlets', cloudlets), section('Cluster instances', clusterInsts), section('App instances', appInsts),
+    section('Developers', developers));
+
+  function deleteButton(rpc, what, key) {
+    return actionButton(rpc, 'Delete', async () => {
+      if (await confirmAction(`Delete ${what}?`, `${what} will be deleted; its progress shows above.`, 'Delete')) {
+        withProgress(progress, `Delete ${what}`, rpc, { key }, refresh);
+      }
+    }, { class: 'small danger' });
+  }
+
+  function draw({ cloudlets: cl, clusterInsts: ci, appInsts: ai, developers: dev }) {
+    cloudlets.replaceChildren(table([
+      { label: 'Cloudlet', value: (c) => c.key.name },
+      { label: 'Operator', value: (c) => (c.key.operator_key || {}).name },
+      { label: 'State', value: (c) => statusPill(c.info ? c.info.state : 'UNKNOWN') },
+      { label: 'Location', value: (c) => (c.location ? `${c.location.latitude}, ${c.location.longitude}` : '') },
+      { label: 'Capacity', value: (c) => (c.info ? `${c.info.os_max_vcores} vCPU · ${c.info.os_max_ram} MB · ${c.info.os_max_vol_gb} GB` : '') },
+    ], cl, { key: (c) => JSON.stringify(c.key), label: 'Cloudlets', empty: 'No cloudlets.' }));
+    clusterInsts.replaceChildren(table([
+      { label: 'Cluster', value: (c) => (c.key.cluster_key || {}).name },
+      { label: 'Cloudlet', value: (c) => cloudletName(c.key.cloudlet_key) },
+      { label: 'Developer', value: (c) => link(`#/edge/developer/${encodeURIComponent(c.key.developer)}`, c.key.developer) },
+      { label: 'State', value: (c) => statusPill(c.state) },
+      { label: 'Nodes', value: (c) => `${c.num_masters} + ${c.num_nodes}` },
+      { label: 'Flavor', value: (c) => (c.flavor || {}).name },
+      { label: '', value: (c) => deleteButton(`${E}.ClusterInstApi.DeleteClusterInst`, `cluster instance ${clusterInstName(c.key)}`, c.key) || '' },
+    ], ci, { key: (c) => JSON.stringify(c.key), label: 'Cluster instances', empty: 'No cluster instances.' }));
+    appInsts.replaceChildren(table([
+      { label: 'App', value: (a) => appName(a.key.app_key) },
+      { label: 'Developer', value: (a) => link(`#/edge/developer/${encodeURIComponent(((a.key.app_key || {}).developer_key || {}).name)}`, ((a.key.app_key || {}).developer_key || {}).name) },
+      { label: 'Cluster instance', value: (a) => clusterInstName(a.key.cluster_inst_key) },
+      { label: 'State', value: (a) => statusPill(a.state) },
+      { label: 'URI', value: (a) => a.uri },
+      { label: 'Created', value: (a) => timeCell(a.created_at) },
+      { label: '', value: (a) => deleteButton(`${E}.AppInstApi.DeleteAppInst`, `app instance ${appName(a.key.app_key)} on ${clusterInstName(a.key.cluster_inst_key)}`, a.key) || '' },
+    ], ai, { key: (a) => JSON.stringify(a.key), label: 'App instances', empty: 'No app instances.' }));
+    developers.replaceChildren(table([
+      { label: 'Developer', value: (d) => link(`#/edge/developer/${encodeURIComponent(d.key.name)}`, d.key.name) },
+      { label: 'Email', value: (d) => d.email || '' },
+    ], dev, { key: (d) => d.key.name, onOpen: (d) => go(`#/edge/developer/${encodeURIComponent(d.key.name)}`), label: 'Developers', empty: 'No developers.' }));
+  }
+  every(REFRESH_MS, refresh);
+}
+
+// A developer's objects and how they hang together: apps, their instances, the cluster
+// instances those run on and the cloudlets (and operators) under them.
+export function renderDeveloper(root, go, name) {
+  const badge = liveBadge();
+  const body = element('div', {}, element('p', { class: 'muted', text: 'Loading…' }));
+  root.replaceChildren(element('p', {}, link('#/edge', '← Edge')), heading(`Developer ${name}`, badge), section('Object graph', body));
+  every(REFRESH_MS, async () => {
+    try {
+      const [apps, appInsts, clusterInsts] = await Promise.all([
+        collect(`${E}.AppApi.ShowApp`, { key: { developer_key: { name } } }),
+        collect(`${E}.AppInstApi.ShowAppInst`, { key: { app_key: { developer_key: { name } } } }),
+        collect(`${E}.ClusterInstApi.ShowClusterInst`, { key: { developer: name } }),
+      ]);
+      badge.set('polling', REFRESH_MS);
+      body.replaceChildren(objectGraph(name, { apps, appInsts, clusterInsts }));
+    } catch (error) {
+      badge.set('failed', error);
+      body.replaceChildren(failure(error));
+    }
+  });
+}

@@ -1,0 +1,182 @@
+// Scheduler and runtime: the nodes (as the runtime's pods report them), the pods with their
+// state, the runtime's events live, and a page per pod with its logs followed live. Events come
+// from ListenEvents, which stays open; each event also refreshes the pod table, so the table
+// changes when the cluster does and never polls.
+import { call, live, stream } from '../api.js';
+import { element, facts, link, statusPill, table, timeCell } from '../dom.js';
+import { actionButton, confirmAction, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
+
+const RUNTIME = 'v1alpha.PublicAPI';
+const INSTANCES = 'scheduler.InstanceService';
+const EVENTS_SHOWN = 200; // newest events kept on the page
+const BACKLOG_SECONDS = 3600; // events replayed when the page opens
+
+function annotation(pod, key) {
+  const found = (pod.annotations || []).find((a) => (a.Key ?? a.key) === key);
+  return found ? found.value : '';
+}
+
+const shortId = (id) => String(id || '').slice(0, 8);
+
+function eventKey(event) {
+  return `${event.type}|${event.id}|${event.time}|${event.from}`;
+}
+
+function eventItem(event) {
+  const data = (event.data || []).map((d) => `${d.Key ?? d.key}=${d.value}`).join(' ');
+  return element('li', { dataset: { id: event.id, type: event.type } },
+    timeCell(event.time), ' ', statusPill(String(event.type || '').replace(/^EVENT_TYPE_/, '')), ' ',
+    element('span', { class: 'event-from', text: event.from || '' }), ' ',
+    element('code', { class: 'muted', text: shortId(event.id) }), data ? ` ${data}` : '');
+}
+
+// ListenEvents kept open; on a reconnect it asks again from the last event's second and drops
+// the events it already has, so nothing is lost or shown twice.
+function followEvents(filter, onEvents, badge) {
+  const seen = new Set();
+  let since = Math.floor(Date.now() / 1000) - BACKLOG_SECONDS;
+  return live(`${RUNTIME}.ListenEvents`, () => ({ filter: { ...filter, since_time: String(since) } }), (result) => {
+    const fresh = (result.events || []).filter((event) => !seen.has(eventKey(event)));
+    for (const event of fresh) {
+      seen.add(eventKey(event));
+      since = Math.max(since, Number(event.time) || 0);
+    }
+    if (fresh.length) onEvents(fresh);
+  }, { onState: (state, error) => badge.set(state, error) });
+}
+
+export function renderRuntime(root, go) {
+  const badge = liveBadge();
+  const create = actionButton(`${INSTANCES}.Create`, 'Create instance', () => createInstance());
+  const nodes = element('div');
+  const pods = element('div', {}, element('p', { class: 'muted', text: 'Loading pods…' }));
+  const events = element('ol', { class: 'events', id: 'events', 'aria-live': 'polite' });
+  root.replaceChildren(heading('Scheduler and runtime', badge, create),
+    element('div', { class: 'grid-2' }, section('Nodes', nodes), section('Events', events)),
+    section('Pods', pods));
+
+  let shown = '';
+  let pending = null;
+  const refresh = async () => {
+    try {
+      const reply = await call(`${RUNTIME}.ListPods`, { detail: true });
+      const list = reply.pods || [];
+      const text = JSON.stringify(list);
+      if (text === shown) return; // unchanged: keep focus and selection where they are
+      shown = text;
+      pods.replaceChildren(podTable(list, go, refresh));
+      nodes.replaceChildren(nodeTable(list));
+    } catch (error) {
+      pods.replaceChildren(failure(error));
+    }
+  };
+  const soon = () => {
+    clearTimeout(pending);
+    pending = setTimeout(refresh, 150); // a burst of events causes one refresh
+  };
+  refresh();
+  followEvents({}, (fresh) => {
+    for (const event of fresh) events.prepend(eventItem(event));
+    while (events.childElementCount > EVENTS_SHOWN) events.lastElementChild.remove();
+    soon();
+  }, badge);
+
+  function createInstance() {
+    formDialog(`${INSTANCES}.Create`, {
+      title: 'Create an instance',
+      submitLabel: 'Create',
+      initial: { resource: { limit: { cpu: 1, memory: 128, disk: 1 } } },
+      submit: async (value) => {
+        // The reply streams the instance's states; the first one says it was accepted, and
+        // the events stream shows the rest (the instance lives on when this call ends).
+        const controller = new AbortController();
+        await new Promise((resolve, reject) => {
+          stream(`${INSTANCES}.Create`, value, (status) => {
+            notify(`Instance ${value.name || status.id}: ${status.status}`);
+            controller.abort();
+            resolve();
+          }, { signal: controller.signal, remember: true }).then(resolve, (error) => (error.name === 'AbortError' ? resolve() : reject(error)));
+        });
+      },
+    });
+  }
+}
+
+function nodeTable(pods) {
+  const byNode = new Map();
+  for (const pod of pods) {
+    const node = annotation(pod, 'scheduler/node') || '(unknown)';
+    const entry = byNode.get(node) || { node, pods: 0, running: 0 };
+    entry.pods += 1;
+    entry.running += pod.state === 'POD_STATE_RUNNING' ? 1 : 0;
+    byNode.set(node, entry);
+  }
+  return table([
+    { label: 'Node', value: (n) => n.node },
+    { label: 'Pods', value: (n) => String(n.pods) },
+    { label: 'Running', value: (n) => String(n.running) },
+  ], [...byNode.values()].sort((a, b) => a.node.localeCompare(b.node)), { key: (n) => n.node, label: 'Nodes', empty: 'No node runs a pod.' });
+}
+
+function instanceAction(rpc, label, pod, after, confirmText) {
+  return actionButton(rpc, label, async () => {
+    if (confirmText && !(await confirmAction(`${label} ${annotation(pod, 'scheduler/instance-name') || pod.id}?`, confirmText, label))) return;
+    try {
+      await call(rpc, { id: pod.id }, { remember: true });
+      notify(`${label}: ${annotation(pod, 'scheduler/instance-name') || pod.id}`);
+      after();
+    } catch (error) {
+      notify(error.message, 'error');
+    }
+  }, { class: 'small secondary' });
+}
+
+function podTable(pods, go, after) {
+  return table([
+    { label: 'Pod', value: (p) => link(`#/runtime/pod/${encodeURIComponent(p.id)}`, shortId(p.id)) },
+    { label: 'Instance', value: (p) => annotation(p, 'scheduler/instance-name') },
+    { label: 'Node', value: (p) => annotation(p, 'scheduler/node') },
+    { label: 'State', value: (p) => statusPill(p.state) },
+    { label: 'IP', value: (p) => (p.networks || []).map((n) => n.ipv4).filter(Boolean).join(', ') },
+    { label: 'Created', value: (p) => timeCell(p.created_at) },
+    { label: 'Actions', value: (p) => element('span', { class: 'row-actions' }, ...[
+      p.state === 'POD_STATE_RUNNING' ? instanceAction(`${INSTANCES}.Stop`, 'Stop', p, after) : instanceAction(`${INSTANCES}.Start`, 'Start', p, after),
+      instanceAction(`${INSTANCES}.Destroy`, 'Destroy', p, after, 'The instance is stopped and removed for good.'),
+    ].filter(Boolean)) },
+  ], pods, { key: (p) => p.id, onOpen: (p) => go(`#/runtime/pod/${encodeURIComponent(p.id)}`), label: 'Pods', empty: 'No pods.' });
+}
+
+export function renderPod(root, go, id) {
+  const badge = liveBadge();
+  const summary = element('div', {}, element('p', { class: 'muted', text: 'Loading…' }));
+  const logs = element('pre', { class: 'logs', id: 'logs', tabindex: '0', 'aria-live': 'polite' });
+  const events = element('ol', { class: 'events' });
+  root.replaceChildren(element('p', {}, link('#/runtime', '← All pods')), heading(`Pod ${shortId(id)}`),
+    section('Summary', summary), section('Logs', element('p', {}, badge), logs), section('Events', events));
+  call(`${RUNTIME}.InspectPod`, { id }).then((reply) => {
+    const pod = reply.pod;
+    summary.replaceChildren(facts([
+      ['Id', element('code', { text: pod.id })],
+      ['Instance', annotation(pod, 'scheduler/instance-name')],
+      ['Node', annotation(pod, 'scheduler/node')],
+      ['State', statusPill(pod.state)],
+      ['IP', (pod.networks || []).map((n) => n.ipv4).join(', ')],
+      ['Created', timeCell(pod.created_at)],
+      ['Started', timeCell(pod.started_at)],
+    ]));
+  }, (error) => summary.replaceChildren(failure(error)));
+  // Logs follow: the stream stays open and sends new lines. A reconnect asks only for lines
+  // after the last one shown (since_time), so the page does not repeat itself.
+  let since = 0;
+  live(`${RUNTIME}.GetLogs`, () => (since ? { pod_id: id, follow: true, since_time: String(since) } : { pod_id: id, follow: true, lines: 200 }), (result) => {
+    const lines = result.lines || [];
+    if (!lines.length) return;
+    const stick = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 4;
+    logs.append(`${lines.join('\n')}\n`);
+    since = Math.floor(Date.now() / 1000);
+    if (stick) logs.scrollTop = logs.scrollHeight;
+  }, { onState: (state, error) => badge.set(state, error), reconnectOnEnd: false });
+  followEvents({ ids: [id] }, (fresh) => {
+    for (const event of fresh) events.prepend(eventItem(event));
+  }, liveBadge());
+}

@@ -1,5 +1,5 @@
-// Small DOM helpers shared by every view. Text goes in through textContent only, never
-// innerHTML: names, descriptions and replies all come from outside the page.
+// Small DOM helpers shared by every view. Text goes in through textContent only, never parsed
+// as markup: names, descriptions and replies all come from outside the page.
 
 export const $ = (id) => document.getElementById(id);
 

@@ -114,8 +114,8 @@ export function openMethod(rpc, prefill = null) {
   if (method.canonical) routes.push(routeItem(method.canonical, 'canonical: the dashboard calls this one'));
   $('method-routes').replaceChildren(...routes);
   $('request-label').textContent = method.clientStreaming
-    ? 'Request stream (NDJSON: one JSON message per line)'
-    : 'Request (JSON)';
+    ? 'Request stream (NDJSON in the JSON view: one message per line)'
+    : 'Request';
   // A prefill from the history is the request text as it was sent: shown in the JSON view.
   if (typeof prefill === 'string') {
     buildRequestForm({});

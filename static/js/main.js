@@ -61,28 +61,45 @@ function route() {
   leaveView();
   abortCall();
   renderNav(view.name);
-  const explorer = view.name === 'explorer' || view.name === 'history' && rest.length;
+  const explorer = view.name === 'explorer' || (view.name === 'history' && rest.length > 0);
   show($('explorer'), explorer);
   show($('view'), !explorer);
   const root = $('view');
   root.dataset.view = view.name;
-  if (view.name === 'kaas') (rest.length ? renderCluster(root, go, rest[0]) : renderClusters(root, go));
-  else if (view.name === 'runtime') (rest[0] === 'pod' ? renderPod(root, go, rest[1]) : renderRuntime(root, go));
-  else if (view.name === 'edge') (rest[0] === 'developer' ? renderDeveloper(root, go, rest[1]) : renderEdge(root, go));
-  else if (view.name === 'storage') renderStorage(root, go);
-  else if (view.name === 'history' && !rest.length) renderHistory(root, go);
-  else if (view.name === 'history') {
-    const entry = historyEntry(rest[0]);
-    if (entry) openMethod(entry.rpc, entry.body);
-    else openMethod('');
-  } else openMethod(rest.join('/'));
+  renderView(view.name, rest, root);
   document.title = `${view.label} · Portico`;
-  // Focus moves to the new view's heading, so keyboard and screen-reader users land on it.
-  const title = (explorer ? $('explorer') : root).querySelector('h2');
-  if (title) {
-    title.tabIndex = -1;
-    title.focus({ preventScroll: true });
+  focusHeading();
+}
+
+function renderView(name, rest, root) {
+  if (name === 'kaas') {
+    if (rest.length) renderCluster(root, go, rest[0]);
+    else renderClusters(root, go);
+  } else if (name === 'runtime') {
+    if (rest[0] === 'pod') renderPod(root, go, rest[1]);
+    else renderRuntime(root, go);
+  } else if (name === 'edge') {
+    if (rest[0] === 'developer') renderDeveloper(root, go, rest[1]);
+    else renderEdge(root, go);
+  } else if (name === 'storage') {
+    renderStorage(root, go);
+  } else if (name === 'history' && !rest.length) {
+    renderHistory(root, go);
+  } else if (name === 'history') {
+    const entry = historyEntry(rest[0]);
+    openMethod(entry ? entry.rpc : '', entry ? entry.body : null);
+  } else {
+    openMethod(rest.join('/'));
   }
+}
+
+// Focus moves to the shown view's heading, so keyboard and screen-reader users land on it.
+function focusHeading() {
+  let title = $('view').querySelector('h2');
+  if (!$('explorer').hidden) title = $('method').hidden ? $('filter') : $('method-name');
+  if (!title) return;
+  if (title.tagName === 'H2') title.tabIndex = -1; // focusable by script, not a Tab stop
+  title.focus({ preventScroll: true });
 }
 
 // -- the session --------------------------------------------------------------------------------
@@ -172,6 +189,11 @@ async function start() {
   $('logout').addEventListener('click', logOut);
   setUpExplorer();
   window.addEventListener('hashchange', route);
+  // The hash is the router's, so the skip link moves focus itself instead of following a #id.
+  $('skip').addEventListener('click', (event) => {
+    event.preventDefault();
+    focusHeading();
+  });
   if (token()) showApp();
   else showLogin();
   try {

@@ -1,5 +1,5 @@
 // Markdown of the .proto comments (descriptions) rendered as DOM nodes: paragraphs, bullet
-// lists, `code`, **bold**, *emphasis* and [links](https://...). Only text nodes and a fixed set of
+// lists, `code`, **bold**, *emphasis* and [links](address). Only text nodes and a fixed set of
 // elements are made, so a description can never inject HTML or script; links go only to http(s).
 import { element } from './dom.js';
 

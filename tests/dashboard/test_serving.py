@@ -43,7 +43,11 @@ def get(app: object, path: str, **kwargs: object) -> httpx.Response:
 
 
 def _static_files() -> Iterator[Path]:
-    return (p for p in sorted(STATIC.iterdir()) if p.is_file() and not p.name.startswith("."))
+    return (p for p in sorted(STATIC.rglob("*")) if p.is_file() and not p.name.startswith("."))
+
+
+def _modules() -> list[Path]:
+    return sorted((STATIC / "js").rglob("*.js"))
 
 
 @pytest.mark.parametrize(
@@ -51,7 +55,8 @@ def _static_files() -> Iterator[Path]:
     [
         ("/dashboard/", "text/html"),
         ("/dashboard/index.html", "text/html"),
-        ("/dashboard/dashboard.js", "text/javascript"),
+        ("/dashboard/js/main.js", "text/javascript"),
+        ("/dashboard/js/views/kaas.js", "text/javascript"),
         ("/dashboard/dashboard.css", "text/css"),
         ("/dashboard/favicon.svg", "image/svg+xml"),
     ],
@@ -67,14 +72,14 @@ def test_files_are_public_with_their_content_type_and_a_strict_policy(app, path,
 
 def test_every_file_in_static_is_served_as_it_is(app):
     for file in _static_files():
-        reply = get(app, f"/dashboard/{file.name}")
-        assert reply.status_code == 200, file.name
+        reply = get(app, f"/dashboard/{file.relative_to(STATIC).as_posix()}")
+        assert reply.status_code == 200, file
         assert reply.content == file.read_bytes()
 
 
 def test_an_unchanged_file_is_not_sent_again(app):
-    first = get(app, "/dashboard/dashboard.js")
-    again = get(app, "/dashboard/dashboard.js", headers={"if-none-match": first.headers["etag"]})
+    first = get(app, "/dashboard/js/main.js")
+    again = get(app, "/dashboard/js/main.js", headers={"if-none-match": first.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
 
 
@@ -105,6 +110,31 @@ def test_the_page_has_no_inline_script_or_style_and_no_outside_url():
         # The SVG namespace is a name, not an address anything fetches.
         urls = set(re.findall(r"\w+://[^\s\"')]+", text)) - {"http://www.w3.org/2000/svg"}
         assert not urls, (file.name, urls)
+
+
+def test_the_modules_run_as_they_are_with_no_build_step():
+    """Plain ES modules: every import names a file that is here, relative, with its extension
+    (what a browser needs, with no bundler between), and the page loads the entry module."""
+    html = (STATIC / "index.html").read_text()
+    assert '<script type="module" src="js/main.js"></script>' in html
+    for module in _modules():
+        for target in re.findall(r"^import .* from '([^']+)';$", module.read_text(), re.M):
+            assert target.startswith("."), (module, target)
+            assert (module.parent / target).resolve().is_file(), (module, target)
+
+
+def test_replies_reach_the_page_as_text_never_as_markup():
+    """Nothing from the server is parsed as HTML: no innerHTML, outerHTML, insertAdjacentHTML,
+    document.write or eval anywhere in the dashboard's code."""
+    for module in _modules():
+        text = module.read_text()
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in text, (module.name, sink)
+
+
+def test_the_modules_stay_small():
+    for module in _modules():
+        assert len(module.read_text().splitlines()) <= 400, module
 
 
 def test_files_come_from_the_checkout_here():

@@ -36,10 +36,14 @@ export function renderClusters(root, go) {
   root.replaceChildren(heading('KaaS clusters', badge, create),
     element('p', { class: 'muted', text: 'The Cluster API has no watch stream: this list asks again every few seconds.' }),
     section('Clusters', body));
+  let shown = '';
   every(REFRESH_MS, async () => {
     try {
       const rows = await clusterRows();
       badge.set('polling', REFRESH_MS);
+      const text = JSON.stringify(rows);
+      if (text === shown) return; // unchanged: keyboard focus stays where it is
+      shown = text;
       body.replaceChildren(table([
         { label: 'Name', value: (c) => link(`#/kaas/${encodeURIComponent(c.name)}`, c.name) },
         { label: 'Status', value: (c) => statusPill(c.status) },
@@ -95,6 +99,7 @@ export function renderCluster(root, go, name) {
   root.replaceChildren(element('p', {}, back), heading(`Cluster ${name}`, badge), actions,
     section('Summary', summary), section('Nodes', machines));
   let latest = { cluster: null, machines: [] };
+  let shown = '';
 
   const kubeconfig = element('button', { type: 'button', disabled: true, id: 'kubeconfig' }, 'Download kubeconfig');
   kubeconfig.addEventListener('click', () => latest.cluster && download(name, latest.cluster.kubeconfig));
@@ -153,8 +158,11 @@ export function renderCluster(root, go, name) {
         call(`${API}.GetCluster`, { name }),
         call(`${API}.GetClusterNodesStatus`, { clusterName: name }),
       ]);
-      latest = { cluster: detail.cluster, machines: nodes.machines || [] };
       badge.set('polling', REFRESH_MS);
+      const text = JSON.stringify([detail, nodes]);
+      if (text === shown) return; // unchanged: keyboard focus stays where it is
+      shown = text;
+      latest = { cluster: detail.cluster, machines: nodes.machines || [] };
       kubeconfig.disabled = !detail.cluster.kubeconfig;
       kubeconfig.title = detail.cluster.kubeconfig ? '' : 'The kubeconfig exists once the cluster is RUNNING';
       summary.replaceChildren(facts([

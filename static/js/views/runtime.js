@@ -3,7 +3,7 @@
 // from ListenEvents, which stays open; each event also refreshes the pod table, so the table
 // changes when the cluster does and never polls.
 import { call, live, stream } from '../api.js';
-import { element, facts, link, statusPill, table, timeCell } from '../dom.js';
+import { element, facts, link, statusPill, table, timeCell, toDate } from '../dom.js';
 import { actionButton, confirmAction, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
 
 const RUNTIME = 'v1alpha.PublicAPI';
@@ -165,15 +165,18 @@ export function renderPod(root, go, id) {
       ['Started', timeCell(pod.started_at)],
     ]));
   }, (error) => summary.replaceChildren(failure(error)));
-  // Logs follow: the stream stays open and sends new lines. A reconnect asks only for lines
-  // after the last one shown (since_time), so the page does not repeat itself.
+  // Logs follow: the stream stays open and sends new lines. A reconnect asks from the second
+  // of the last line shown (each line starts with its time) and drops the lines it already has.
+  const seen = new Set();
   let since = 0;
   live(`${RUNTIME}.GetLogs`, () => (since ? { pod_id: id, follow: true, since_time: String(since) } : { pod_id: id, follow: true, lines: 200 }), (result) => {
-    const lines = result.lines || [];
+    const lines = (result.lines || []).filter((line) => !seen.has(line));
     if (!lines.length) return;
     const stick = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 4;
     logs.append(`${lines.join('\n')}\n`);
-    since = Math.floor(Date.now() / 1000);
+    for (const line of lines) seen.add(line);
+    const at = toDate(lines[lines.length - 1].split(' ')[0]);
+    if (at) since = Math.floor(at.getTime() / 1000);
     if (stick) logs.scrollTop = logs.scrollHeight;
   }, { onState: (state, error) => badge.set(state, error), reconnectOnEnd: false });
   followEvents({ ids: [id] }, (fresh) => {

@@ -62,7 +62,8 @@ export function renderStorage(root) {
         ['Objects', `${(data.objects || {}).object_count ?? 0} (${(data.objects || {}).size || '—'})`],
         ['Pools', `${(data.pools || {}).pools ?? 0}`],
         ['Crashes', String((s.crashes || []).length)],
-        ['Scores', `health ${r.cluster_health ?? 0} · nodes ${r.nodes_health ?? 0} · capacity free ${Math.round(r.capacity_available ?? 0)} · stability ${r.stability ?? 0} · reliability ${r.reliability ?? 0}`],
+        ['Scores (0–100)', ['cluster_health', 'nodes_health', 'capacity_available', 'stability', 'reliability']
+          .map((name) => `${name.replace(/_/g, ' ')} ${Math.round(r[name] ?? 0)}`).join(' · ')],
       ]));
       const io = s.iops || {};
       samples.push({ at: new Date(), readOps: rate(io.client_read_ops), writeOps: rate(io.client_write_ops), readMiB: rate(io.client_read), writeMiB: rate(io.client_write) });

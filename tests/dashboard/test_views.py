@@ -1,0 +1,309 @@
+"""The operations views in headless Chromium against a Portico seeded with ``--demo`` data:
+each fills, changes live without a reload, offers its actions (with confirmation) and fits a
+360 px screen. The README's screenshots are made here: PORTICO_SCREENSHOTS=docs/screenshots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as visible
+
+from tests.dashboard.conftest import LiveServer, live_portico
+from tests.dashboard.pages import (
+    by_id,
+    css,
+    go,
+    horizontal_overflow,
+    logged_in,
+    row_keys,
+    screenshot,
+    texts,
+    wait,
+)
+from tests.dashboard.test_explorer import start_instance
+
+pytestmark = pytest.mark.chromium
+
+WIDE = (1100, 720)  # the README's screenshots: small files, still readable
+NARROW = 360
+VIEWS = ("#/kaas", "#/runtime", "#/edge", "#/storage", "#/explorer", "#/history")
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """Portico as ``portico serve --demo`` starts it, on a simulated clock fast enough to test."""
+    with live_portico(tmp_path_factory.mktemp("demo"), demo=True, sim_step_seconds=0.02) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(autouse=True)
+def wide_window(browser: WebDriver) -> None:
+    browser.set_window_size(*WIDE)
+
+
+def mark_page(browser: WebDriver) -> None:
+    """Leave a mark in the page's memory: it survives anything but a reload."""
+    browser.execute_script("window.notReloaded = true")
+
+
+def not_reloaded(browser: WebDriver) -> bool:
+    return bool(browser.execute_script("return window.notReloaded === true"))
+
+
+def table_text(browser: WebDriver, label: str) -> str:
+    return browser.execute_script(
+        "const t = document.querySelector(`table[aria-label='${arguments[0]}']`);"
+        "return t ? t.textContent : ''",
+        label,
+    )
+
+
+def confirm(browser: WebDriver, answer: bool) -> None:
+    dialog = by_id(browser, "dialog")
+    wait(browser).until(visible.visibility_of(dialog))
+    if answer:
+        by_id(browser, "confirm").click()
+    else:
+        dialog.send_keys(Keys.ESCAPE)  # Esc cancels, as any dialog should
+    wait(browser).until(lambda b: not by_id(b, "dialog").is_displayed())
+
+
+def test_clusters_fill_from_demo_data_and_open_by_keyboard(browser, live_server, shots, tmp_path):
+    logged_in(browser, live_server, "#/kaas")
+    names = ["demo-degraded", "demo-provisioning", "demo-running", "demo-upgrading"]
+    wait(browser).until(lambda b: row_keys(b, "Clusters") == names)
+    wait(browser).until(lambda b: "DEGRADED" in table_text(b, "Clusters"))
+    degraded = css(browser, "tr[data-key='demo-degraded'] .pill")[0]
+    assert "bad" in degraded.get_attribute("class")  # status colours
+    wait(browser).until(lambda b: "1.31.2" in table_text(b, "Clusters"))  # versions from nodes
+    screenshot(browser, "clusters", shots)
+
+    row = css(browser, "tr[data-key='demo-running']")[0]
+    browser.execute_script("arguments[0].focus()", row)
+    row.send_keys(Keys.ENTER)  # a row opens from the keyboard
+    wait(browser).until(lambda b: b.execute_script("return location.hash") == "#/kaas/demo-running")
+    wait(browser).until(lambda b: len(row_keys(b, "Machines")) == 3)
+    assert all(k.startswith("demo-running-") for k in row_keys(browser, "Machines"))
+    button = by_id(browser, "kubeconfig")
+    wait(browser).until(lambda _: button.is_enabled())
+    browser.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path)}
+    )
+    button.click()
+    saved = tmp_path / "demo-running.kubeconfig.yaml"
+    wait(browser).until(lambda _: saved.exists() and saved.stat().st_size > 0)
+    assert "kind: Config" in saved.read_text() and "server: https://" in saved.read_text()
+    screenshot(browser, "cluster", shots)
+    browser.back()
+    wait(browser).until(lambda b: b.execute_script("return location.hash") == "#/kaas")
+
+
+def test_a_cluster_made_with_the_form_then_scaled_and_deleted_with_confirmation(
+    browser, live_server
+):
+    logged_in(browser, live_server, "#/kaas")
+    css(browser, "[data-action='cnct.kaas.api.Cluster.CreateCluster']")[0].click()
+    dialog = by_id(browser, "dialog")
+    wait(browser).until(visible.visibility_of(dialog))
+    dialog.find_element(By.NAME, "name").send_keys("form-made")
+    version = dialog.find_element(By.NAME, "k8s_version")
+    version.send_keys("1.31.2")
+    # The defaults offered: one control plane, one worker pool (nested message, repeated field).
+    assert dialog.find_element(By.NAME, "control_plane_nodes.count").get_attribute("value") == "1"
+    dialog.find_element(By.NAME, "worker_node_pools.0.name").send_keys("workers")
+    count = dialog.find_element(By.NAME, "worker_node_pools.0.count")
+    count.clear()
+    count.send_keys("2")
+    by_id(browser, "dialog-submit").click()
+    wait(browser).until(lambda b: b.execute_script("return location.hash") == "#/kaas/form-made")
+    wait(browser).until(lambda b: "RUNNING" in by_id(b, "view").text)
+    wait(browser).until(lambda b: len(row_keys(b, "Machines")) == 3)  # 1 control plane + 2
+
+    history = browser.execute_script("return JSON.parse(sessionStorage.getItem('portico.history'))")
+    sent = json.loads(history[0]["body"])
+    assert sent["name"] == "form-made" and sent["worker_node_pools"][0]["count"] == 2
+    assert "labels" not in sent["worker_node_pools"][0]  # untouched: not sent
+
+    css(browser, "[data-action='cnct.kaas.api.Cluster.ScaleNodePool']")[0].click()
+    dialog = by_id(browser, "dialog")
+    wait(browser).until(visible.visibility_of(dialog))
+    assert dialog.find_element(By.NAME, "node_pools.0.name").get_attribute("value") == "workers"
+    count = dialog.find_element(By.NAME, "node_pools.0.count")
+    count.clear()
+    count.send_keys("3")
+    by_id(browser, "dialog-submit").click()
+    wait(browser).until(lambda b: len(row_keys(b, "Machines")) == 4)
+
+    delete = css(browser, "[data-action='cnct.kaas.api.Cluster.DeleteCluster']")[0]
+    delete.click()
+    confirm(browser, False)
+    assert browser.execute_script("return location.hash") == "#/kaas/form-made"  # nothing done
+    delete.click()
+    confirm(browser, True)
+    wait(browser).until(lambda b: b.execute_script("return location.hash") == "#/kaas")
+    wait(browser).until(lambda b: "form-made" not in row_keys(b, "Clusters"))
+
+
+def test_runtime_fills_and_a_new_pod_appears_live(browser, live_server, shots):
+    logged_in(browser, live_server, "#/runtime")
+    wait(browser).until(lambda b: len(row_keys(b, "Pods")) == 2)
+    assert {"demo-web", "demo-cache"} <= set(texts(browser, "table[aria-label='Pods'] td"))
+    wait(browser).until(lambda b: by_id(b, "events").find_elements(By.TAG_NAME, "li"))
+    badge = css(browser, "#view .live-badge")[0]
+    wait(browser).until(lambda _: badge.get_attribute("data-state") == "live")
+    # Times read in local time; the raw value is on hover.
+    stamp = css(browser, "table[aria-label='Pods'] time")[0]
+    assert stamp.get_attribute("title").isdigit() and stamp.text != stamp.get_attribute("title")
+    screenshot(browser, "runtime", shots)
+
+    mark_page(browser)
+    token = live_server.call(live_server.server.login())
+    pod = live_server.call(start_instance(live_server, token, "live-one"))
+    wait(browser).until(lambda b: pod in row_keys(b, "Pods"))
+    wait(browser).until(lambda b: css(b, f"#events li[data-id='{pod}']"))
+    assert not_reloaded(browser)
+
+
+def test_a_dropped_stream_reconnects_and_resumes(browser, live_server):
+    logged_in(browser, live_server, "#/runtime")
+    runtime = live_server.server.portico.servicers["v1alpha.PublicAPI"]
+    badge = css(browser, "#view .live-badge")[0]
+    wait(browser).until(lambda _: badge.get_attribute("data-state") == "live")
+    before = len(css(browser, "#events li"))
+    mark_page(browser)
+    browser.execute_script("window.dispatchEvent(new Event('offline'))")  # the network drops
+    wait(browser).until(
+        lambda _: badge.get_attribute("data-state") in ("reconnecting", "connecting")
+    )
+    wait(browser).until(lambda _: badge.get_attribute("data-state") == "live")
+    assert runtime.open_streams >= 1  # type: ignore[attr-defined]
+    # Resumed from the last event: nothing shown twice, and what happens next arrives.
+    assert len(css(browser, "#events li")) == before
+    token = live_server.call(live_server.server.login())
+    pod = live_server.call(start_instance(live_server, token, "after-drop"))
+    wait(browser).until(lambda b: css(b, f"#events li[data-id='{pod}']"))
+    keys = browser.execute_script(
+        "return [...document.querySelectorAll('#events li')].map((li) => li.textContent)"
+    )
+    assert len(keys) == len(set(keys))
+    assert not_reloaded(browser)
+
+
+def test_a_pod_page_follows_its_logs(browser, live_server, shots):
+    logged_in(browser, live_server, "#/runtime")
+    wait(browser).until(lambda b: len(row_keys(b, "Pods")) >= 2)
+    css(browser, "table[aria-label='Pods'] tbody tr a")[0].click()
+    wait(browser).until(
+        lambda b: b.execute_script("return location.hash").startswith("#/runtime/pod/")
+    )
+    wait(browser).until(lambda b: by_id(b, "logs").text.strip())
+    badge = css(browser, "#view .live-badge")[0]
+    wait(browser).until(lambda _: badge.get_attribute("data-state") == "live")  # following
+    screenshot(browser, "pod", shots)
+
+
+def test_edge_fills_and_a_delete_shows_its_progress_live(browser, live_server, shots):
+    logged_in(browser, live_server, "#/edge")
+    wait(browser).until(lambda b: "demo-cloudlet" in table_text(b, "Cloudlets"))
+    wait(browser).until(lambda b: "READY" in table_text(b, "Cloudlets"))
+    assert "demo-cluster" in table_text(browser, "Cluster instances")
+    wait(browser).until(lambda b: len(row_keys(b, "App instances")) == 1)
+    assert "Demo Games" in table_text(browser, "Developers")
+    screenshot(browser, "edge", shots)
+
+    go(browser, "#/edge/developer/Demo%20Games")
+    wait(browser).until(lambda b: css(b, "svg.graph g.node"))
+    labels = texts(browser, "svg.graph g.node title")
+    for name in (
+        "Demo Games",
+        "demo-app 1.0",
+        "demo-cluster (READY)",
+        "demo-cloudlet",
+        "Demo Telecom",
+    ):
+        assert any(label.startswith(name) for label in labels), (name, labels)
+    assert len(css(browser, "svg.graph path.edge")) >= 5
+    screenshot(browser, "developer", shots)
+
+    browser.back()
+    wait(browser).until(lambda b: len(row_keys(b, "App instances")) == 1)
+    mark_page(browser)
+    css(browser, "[data-action='edgeproto.AppInstApi.DeleteAppInst']")[0].click()
+    confirm(browser, True)
+    entry = "#progress .progress-entry"
+    wait(browser).until(lambda b: css(b, f"{entry} li"))  # progress messages as they come
+    wait(browser).until(lambda b: css(b, entry)[0].get_attribute("data-state") == "done")
+    wait(browser).until(lambda b: row_keys(b, "App instances") == [])
+    assert not_reloaded(browser)
+
+
+def test_storage_shows_health_capacity_and_io_over_time(browser, live_server, shots):
+    logged_in(browser, live_server, "#/storage")
+    wait(browser).until(lambda b: len(row_keys(b, "Storage nodes")) == 4)
+    assert "OK" in texts(browser, "#view .facts .pill")
+    meter = css(browser, "#view meter")[0]
+    assert 0 < float(meter.get_attribute("value")) < 100
+
+    def samples(b: WebDriver) -> int:
+        counts = [int(e.get_attribute("data-count")) for e in css(b, "#io-chart polyline")]
+        return min(counts) if counts else 0
+
+    wait(browser).until(lambda b: samples(b) >= 1)
+    first = samples(browser)
+    by_id(browser, "refresh").click()
+    wait(browser).until(lambda b: samples(b) > first)  # the chart grows with each refresh
+    screenshot(browser, "storage", shots)
+
+
+def test_the_explorer_and_the_history(browser, live_server, shots):
+    logged_in(browser, live_server, "#/explorer/cnct.kaas.api.Cluster.GetCluster")
+    wait(browser).until(
+        lambda b: by_id(b, "method-name").text == "cnct.kaas.api.Cluster.GetCluster"
+    )
+    by_id(browser, "request-form").find_element(By.NAME, "name").send_keys("demo-running")
+    by_id(browser, "call").click()
+    wait(browser).until(lambda b: by_id(b, "response-status").get_attribute("data-state") == "done")
+    assert json.loads(by_id(browser, "response-body").text)["cluster"]["status"] == "RUNNING"
+    browser.execute_script("window.scrollTo(0, 0)")
+    screenshot(browser, "explorer", shots)
+    go(browser, "#/history")
+    wait(browser).until(lambda b: row_keys(b, "History"))
+    assert "cnct.kaas.api.Cluster.GetCluster" in texts(browser, "table[aria-label='History'] a")
+    screenshot(browser, "history", shots)
+
+
+def test_every_view_fits_a_360_px_screen(browser, live_server, shots):
+    logged_in(browser, live_server, "#/kaas")
+    browser.set_window_size(NARROW, 780)
+    width = browser.execute_script("return document.documentElement.clientWidth")
+    assert width <= NARROW
+    for view in VIEWS:
+        go(browser, view)
+        wait(browser).until(lambda b, v=view: b.execute_script("return location.hash") == v)
+        wait(browser).until(
+            lambda b: b.find_elements(By.CSS_SELECTOR, "#view .view-head, #method-list a")
+        )
+        assert horizontal_overflow(browser) == 0, view
+        # Nothing drawn past the right edge either (a wide child of a clipped box).
+        wide = browser.execute_script(
+            "const w = document.documentElement.clientWidth;"
+            "return [...document.querySelectorAll('body *')].filter((e) => {"
+            "  if (!e.offsetParent || e.closest('.table-wrap, .graph-wrap, pre')) return false;"
+            "  const r = e.getBoundingClientRect(); return r.width > 0 && r.right > w + 1;"
+            "}).map((e) => e.tagName + '#' + e.id + '.' + e.className).slice(0, 5)"
+        )
+        assert wide == [], (view, wide)
+    go(browser, "#/runtime")
+    wait(browser).until(lambda b: len(row_keys(b, "Pods")) >= 2)
+    screenshot(browser, "narrow-runtime", shots)

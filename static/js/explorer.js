@@ -16,7 +16,7 @@ const KIND_LABELS = {
   bidi_streaming: 'bidirectional stream',
 };
 
-const state = { current: null, controller: null, form: null, mode: 'form', prefill: null };
+const state = { current: null, controller: null, form: null, mode: 'form' };
 
 function packageOf(service) {
   const dot = service.lastIndexOf('.');

@@ -77,9 +77,8 @@ function scalarEditor(name, path, schema, kind, initial) {
     };
   } else {
     const integral = s.format === 'int64' || s.format === 'uint64';
-    const type = s.format === 'date-time' ? 'text' : 'text';
     input = element('input', {
-      id, name: path, type, autocomplete: 'off', spellcheck: 'false',
+      id, name: path, type: 'text', autocomplete: 'off', spellcheck: 'false',
       inputmode: integral ? 'numeric' : undefined,
       placeholder: s.format === 'date-time' ? '2025-01-31T12:00:00Z' : (integral ? '0' : undefined),
     });
@@ -118,7 +117,7 @@ function messageEditor(name, path, s, depth, initial) {
   return { node: box, get };
 }
 
-function rows(name, path, depth, makeRow, initialRows, note) {
+function rows(name, path, makeRow, initialRows, note) {
   const list = element('ol', { class: 'rows' });
   const items = [];
   const add = (initial) => {
@@ -147,7 +146,7 @@ function rows(name, path, depth, makeRow, initialRows, note) {
 
 function listEditor(name, path, s, depth, initial) {
   const itemSchema = s.items || {};
-  const { node, items } = rows(name, path, depth, (index, value) => {
+  const { node, items } = rows(name, path, (index, value) => {
     // Repeated messages are open at once: a new row is there to be filled in.
     const sub = editor(`${name}[${index}]`, `${path}.${index}`, itemSchema, depth + 1, value ?? (kindOf(itemSchema) === 'message' ? {} : undefined));
     if (sub.node.tagName === 'DETAILS') sub.node.open = true;
@@ -167,7 +166,7 @@ function listEditor(name, path, s, depth, initial) {
 
 function mapEditor(name, path, s, depth, initial) {
   const valueSchema = s.additionalProperties;
-  const { node, items } = rows(name, path, depth, (index, pair) => {
+  const { node, items } = rows(name, path, (index, pair) => {
     const id = nextId();
     const keyInput = element('input', { id, name: `${path}.${index}.key`, autocomplete: 'off' });
     if (pair) keyInput.value = pair[0];

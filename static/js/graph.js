@@ -1,8 +1,7 @@
 // A developer's object graph as an SVG of columns (developer → apps → app instances → cluster
 // instances → cloudlets → operators) with a line for each reference, plus the same as a list for
 // screen readers and narrow screens.
-import { element } from './dom.js';
-import { statusPill } from './dom.js';
+import { element, tone } from './dom.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 const COLUMN = 190;
@@ -69,7 +68,7 @@ export function objectGraph(developer, { apps, appInsts, clusterInsts }) {
   columns.forEach((nodes) => {
     for (const [nodeId, node] of nodes) {
       const at = where.get(nodeId);
-      const group = svg('g', { class: `node ${node.state ? `state-${statusPill(node.state).classList[1]}` : ''}`, 'data-id': nodeId });
+      const group = svg('g', { class: `node ${node.state ? `state-${tone(node.state)}` : ''}`, 'data-id': nodeId });
       group.append(svg('title', {}, `${node.label}${node.state ? ` (${node.state})` : ''}`));
       group.append(svg('rect', { x: at.x, y: at.y, width: BOX.w, height: BOX.h, rx: 6 }));
       group.append(svg('text', { x: at.x + 8, y: at.y + (node.state ? 17 : 25) }, clip(node.label)));

@@ -84,8 +84,7 @@ export function formDialog(rpc, { title, initial = {}, submitLabel = 'Send', sub
     element('button', { value: 'cancel', class: 'secondary', type: 'submit', formnovalidate: true }, 'Cancel'),
     send,
   ]);
-  const element_ = dialog.querySelector('form');
-  element_.addEventListener('submit', async (event) => {
+  dialog.querySelector('form').addEventListener('submit', async (event) => {
     if (event.submitter && event.submitter.value === 'cancel') return;
     event.preventDefault();
     show(problem, false);

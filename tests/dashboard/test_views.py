@@ -89,9 +89,8 @@ def test_clusters_fill_from_demo_data_and_open_by_keyboard(browser, live_server,
     wait(browser).until(lambda b: "1.31.2" in table_text(b, "Clusters"))  # versions from nodes
     screenshot(browser, "clusters", shots)
 
-    row = css(browser, "tr[data-key='demo-running']")[0]
-    browser.execute_script("arguments[0].focus()", row)
-    row.send_keys(Keys.ENTER)  # a row opens from the keyboard
+    browser.execute_script("document.querySelector(\"tr[data-key='demo-running']\").focus()")
+    browser.switch_to.active_element.send_keys(Keys.ENTER)  # a row opens from the keyboard
     wait(browser).until(lambda b: b.execute_script("return location.hash") == "#/kaas/demo-running")
     wait(browser).until(lambda b: len(row_keys(b, "Machines")) == 3)
     assert all(k.startswith("demo-running-") for k in row_keys(browser, "Machines"))
@@ -163,8 +162,11 @@ def test_runtime_fills_and_a_new_pod_appears_live(browser, live_server, shots):
     badge = css(browser, "#view .live-badge")[0]
     wait(browser).until(lambda _: badge.get_attribute("data-state") == "live")
     # Times read in local time; the raw value is on hover.
-    stamp = css(browser, "table[aria-label='Pods'] time")[0]
-    assert stamp.get_attribute("title").isdigit() and stamp.text != stamp.get_attribute("title")
+    raw, shown = browser.execute_script(
+        "const t = document.querySelector(\"table[aria-label='Pods'] time\");"
+        "return [t.title, t.textContent]"
+    )
+    assert raw.isdigit() and shown != raw
     screenshot(browser, "runtime", shots)
 
     mark_page(browser)
@@ -252,12 +254,16 @@ def test_storage_shows_health_capacity_and_io_over_time(browser, live_server, sh
     logged_in(browser, live_server, "#/storage")
     wait(browser).until(lambda b: len(row_keys(b, "Storage nodes")) == 4)
     assert "OK" in texts(browser, "#view .facts .pill")
-    meter = css(browser, "#view meter")[0]
-    assert 0 < float(meter.get_attribute("value")) < 100
+    used = browser.execute_script("return document.querySelector('#view meter').value")
+    assert 0 < used < 100
 
     def samples(b: WebDriver) -> int:
-        counts = [int(e.get_attribute("data-count")) for e in css(b, "#io-chart polyline")]
-        return min(counts) if counts else 0
+        # One script: the chart is redrawn on every refresh, so held elements go stale.
+        return b.execute_script(
+            "const counts = [...document.querySelectorAll('#io-chart polyline')]"
+            ".map((p) => Number(p.dataset.count));"
+            "return counts.length ? Math.min(...counts) : 0"
+        )
 
     wait(browser).until(lambda b: samples(b) >= 1)
     first = samples(browser)

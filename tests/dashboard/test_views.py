@@ -247,6 +247,20 @@ def test_edge_fills_and_a_delete_shows_its_progress_live(browser, live_server, s
     wait(browser).until(lambda b: css(b, f"{entry} li"))  # progress messages as they come
     wait(browser).until(lambda b: css(b, entry)[0].get_attribute("data-state") == "done")
     wait(browser).until(lambda b: row_keys(b, "App instances") == [])
+
+    # Made again from the form (its keys offered from what exists), its progress live too.
+    css(browser, "[data-action='edgeproto.AppInstApi.CreateAppInst']")[0].click()
+    dialog = by_id(browser, "dialog")
+    wait(browser).until(visible.visibility_of(dialog))
+    assert dialog.find_element(By.NAME, "key.app_key.name").get_attribute("value") == "demo-app"
+    assert (
+        dialog.find_element(By.NAME, "key.cluster_inst_key.cluster_key.name").get_attribute("value")
+        == "demo-cluster"
+    )
+    by_id(browser, "dialog-submit").click()
+    wait(browser).until(lambda b: len(css(b, entry)) == 2)
+    wait(browser).until(lambda b: css(b, entry)[0].get_attribute("data-state") == "done")
+    wait(browser).until(lambda b: len(row_keys(b, "App instances")) == 1)
     assert not_reloaded(browser)
 
 
@@ -287,6 +301,20 @@ def test_the_explorer_and_the_history(browser, live_server, shots):
     wait(browser).until(lambda b: row_keys(b, "History"))
     assert "cnct.kaas.api.Cluster.GetCluster" in texts(browser, "table[aria-label='History'] a")
     screenshot(browser, "history", shots)
+
+
+def test_the_keyboard_alone_moves_between_views(browser, live_server):
+    logged_in(browser, live_server, "#/kaas")
+    wait(browser).until(lambda b: row_keys(b, "Clusters"))
+    # Focus starts on the view's heading; Shift+Tab goes back up to the views' links.
+    assert browser.switch_to.active_element.text == "KaaS clusters"
+    for _ in range(12):
+        browser.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
+        if browser.switch_to.active_element.get_attribute("data-view") == "storage":
+            break
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait(browser).until(lambda b: b.execute_script("return location.hash") == "#/storage")
+    assert browser.switch_to.active_element.text == "Storage"  # focus follows to the new view
 
 
 def test_every_view_fits_a_360_px_screen(browser, live_server, shots):

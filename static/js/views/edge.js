@@ -16,15 +16,16 @@ const clusterInstName = (key) => (key ? `${(key.cluster_key || {}).name} @ ${clo
 const appName = (key) => (key ? `${key.name} ${key.version || ''}`.trim() : '');
 
 async function world() {
-  const [cloudlets, infos, clusterInsts, appInsts, developers] = await Promise.all([
+  const [cloudlets, infos, clusterInsts, appInsts, developers, apps] = await Promise.all([
     collect(`${E}.CloudletApi.ShowCloudlet`),
     collect(`${E}.CloudletInfoApi.ShowCloudletInfo`),
     collect(`${E}.ClusterInstApi.ShowClusterInst`),
     collect(`${E}.AppInstApi.ShowAppInst`),
     collect(`${E}.DeveloperApi.ShowDeveloper`),
+    collect(`${E}.AppApi.ShowApp`),
   ]);
   const state = new Map(infos.map((info) => [JSON.stringify(info.key), info]));
-  return { cloudlets: cloudlets.map((c) => ({ ...c, info: state.get(JSON.stringify(c.key)) })), clusterInsts, appInsts, developers };
+  return { cloudlets: cloudlets.map((c) => ({ ...c, info: state.get(JSON.stringify(c.key)) })), clusterInsts, appInsts, developers, apps };
 }
 
 // Runs a progress stream (Create/Delete/Update of cloudlets and instances), each message shown
@@ -76,7 +77,10 @@ export function renderEdge(root, go) {
     formDialog(`${E}.AppInstApi.CreateAppInst`, {
       title: 'Create an app instance',
       submitLabel: 'Create',
-      initial: latest && latest.appInsts[0] ? { key: { app_key: latest.appInsts[0].key.app_key, cluster_inst_key: latest.appInsts[0].key.cluster_inst_key } } : {},
+      // Offered: the first app on the first cluster instance (both keys are needed).
+      initial: latest && latest.apps[0] && latest.clusterInsts[0]
+        ? { key: { app_key: latest.apps[0].key, cluster_inst_key: latest.clusterInsts[0].key } }
+        : {},
       submit: async (value) => {
         withProgress(progress, `Create ${appName(((value.key || {}).app_key))}`, `${E}.AppInstApi.CreateAppInst`, value, refresh);
       },

@@ -143,6 +143,12 @@ export async function stream(rpc, body, onResult, { signal, contentType = 'appli
     throw new CallError(reply, response.status);
   }
   if (onOpen) onOpen(response);
+  await readResults(response, onResult);
+}
+
+// Reads an NDJSON reply line by line as it arrives: onResult gets each result; an
+// {"error": Status} line rejects with a CallError.
+export async function readResults(response, onResult) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   const take = (line) => {

@@ -1,7 +1,7 @@
 // The explorer: every RPC the signed-in role may call, with a form built from its request
 // schema (or JSON for experts), its reply or live stream, and the call as curl or grpcurl.
 // Nothing here names an individual RPC: it all comes from the OpenAPI document.
-import { api, authHeaders, CallError, codeName, mainOperation, readJson, requestSchema } from './api.js';
+import { api, authHeaders, CallError, codeName, mainOperation, readJson, readResults, requestSchema } from './api.js';
 import { copyText, curlCommand, grpcurlCommand } from './commands.js';
 import { $, button, element, show } from './dom.js';
 import { buildForm } from './forms.js';
@@ -283,7 +283,7 @@ async function callMethod() {
       show($('stream'), true);
       let failed = false;
       try {
-        await readLines(response, (value) => {
+        await readResults(response, (value) => {
           results += 1;
           $('stream').append(element('li', {}, element('pre', { text: JSON.stringify(value, null, 2) })));
           setCallState('open', `${head} · streaming · ${results} result${plural()}`);
@@ -324,28 +324,6 @@ async function callMethod() {
       show($('stop'), false);
     }
   }
-}
-
-async function readLines(response, onResult) {
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  const take = (line) => {
-    if (!line.trim()) return;
-    const frame = JSON.parse(line);
-    if ('error' in frame) throw new CallError(frame.error, response.status);
-    onResult('result' in frame ? frame.result : frame);
-  };
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let newline;
-    while ((newline = buffer.indexOf('\n')) >= 0) {
-      take(buffer.slice(0, newline));
-      buffer = buffer.slice(newline + 1);
-    }
-  }
-  take(buffer);
 }
 
 async function showCommand(kind) {

@@ -231,6 +231,22 @@ def test_calls_join_the_history_and_open_again(browser, live_server):
     assert json.loads(by_id(browser, "request").get_attribute("value")) == {"name": "nope"}
 
 
+def test_the_history_keeps_no_password(browser, live_server):
+    logged_in(browser, live_server, "#/explorer/services.auth.AuthService.Login")
+    wait(browser).until(lambda b: by_id(b, "method-name").text == "services.auth.AuthService.Login")
+    json_mode(browser)
+    editor = by_id(browser, "request")
+    editor.clear()
+    editor.send_keys('{\n  "username": "admin",\n  "password": "admin-password"\n}')
+    call(browser, "done")
+    kept = browser.execute_script("return sessionStorage.getItem('portico.history')")
+    assert "admin-password" not in kept
+    assert json.loads(json.loads(kept)[0]["body"]) == {
+        "username": "admin",
+        "password": "(not kept)",
+    }
+
+
 def test_a_server_stream_shows_results_live_until_stopped(browser, live_server):
     logged_in(browser, live_server, "#/explorer")
     select(browser, LISTEN_EVENTS)

@@ -15,7 +15,31 @@ export function every(ms, fn) {
   return id;
 }
 
+// Like every(), but sooner (BUSY_MS) while fn says something is changing (it resolves true),
+// so a cluster being provisioned or scaled is followed closely and a settled one cheaply.
+// Returns a function that asks at once (after an action: its effect shows without waiting).
+const BUSY_MS = 1000;
+export function poll(ms, fn) {
+  const handle = { id: null, stopped: false };
+  const run = async () => {
+    clearTimeout(handle.id);
+    timers.delete(handle.id);
+    const busy = await fn();
+    if (handle.stopped) return;
+    clearTimeout(handle.id); // an asking-at-once that overlapped this one
+    handle.id = setTimeout(run, busy ? BUSY_MS : ms);
+    timers.add(handle.id);
+  };
+  polls.add(handle);
+  run();
+  return run;
+}
+
+const polls = new Set();
+
 export function leaveView() {
+  for (const handle of polls) handle.stopped = true;
+  polls.clear();
   for (const id of timers) clearInterval(id);
   timers.clear();
   stopAllLive();

@@ -1,13 +1,16 @@
 // KaaS clusters: the list with status, nodes and versions, a page per cluster with its machines,
 // kubeconfig download and the scale / upgrade / delete actions. The Cluster API has no watch
-// stream, so this view refreshes by polling (every REFRESH_MS while it is open).
+// stream, so this view asks again every REFRESH_MS while it is open (every second while a
+// cluster is changing: provisioning, reconciling, stopping).
 import { call } from '../api.js';
 import { element, facts, link, statusPill, table } from '../dom.js';
-import { actionButton, confirmAction, every, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
+import { actionButton, confirmAction, failure, formDialog, heading, liveBadge, notify, poll, section } from '../ui.js';
 
 const API = 'cnct.kaas.api.Cluster';
 const REFRESH_MS = 3000;
 const DETAIL_LIMIT = 50; // clusters whose machines the list asks for on each refresh
+const SETTLED = new Set(['RUNNING', 'ERROR', 'DEGRADED']);
+const changing = (status) => !SETTLED.has(status);
 
 async function clusterRows() {
   const reply = await call(`${API}.GetClusterList`, {});
@@ -37,12 +40,13 @@ export function renderClusters(root, go) {
     element('p', { class: 'muted', text: 'The Cluster API has no watch stream: this list asks again every few seconds.' }),
     section('Clusters', body));
   let shown = '';
-  every(REFRESH_MS, async () => {
+  poll(REFRESH_MS, async () => {
     try {
       const rows = await clusterRows();
       badge.set('polling', REFRESH_MS);
+      const busy = rows.some((c) => changing(c.status));
       const text = JSON.stringify(rows);
-      if (text === shown) return; // unchanged: keyboard focus stays where it is
+      if (text === shown) return busy; // unchanged: keyboard focus stays where it is
       shown = text;
       body.replaceChildren(table([
         { label: 'Name', value: (c) => link(`#/kaas/${encodeURIComponent(c.name)}`, c.name) },
@@ -51,9 +55,11 @@ export function renderClusters(root, go) {
         { label: 'Kubernetes', value: (c) => versionsOf(c.nodes) },
         { label: 'Message', value: (c) => c.status_message || '' },
       ], rows, { key: (c) => c.name, onOpen: (c) => go(`#/kaas/${encodeURIComponent(c.name)}`), label: 'Clusters', empty: 'No clusters yet.' }));
+      return busy;
     } catch (error) {
       badge.set('failed', error);
       body.replaceChildren(failure(error));
+      return false;
     }
   });
 }
@@ -100,6 +106,7 @@ export function renderCluster(root, go, name) {
     section('Summary', summary), section('Nodes', machines));
   let latest = { cluster: null, machines: [] };
   let shown = '';
+  let refresh = () => {};
 
   const kubeconfig = element('button', { type: 'button', disabled: true, id: 'kubeconfig' }, 'Download kubeconfig');
   kubeconfig.addEventListener('click', () => latest.cluster && download(name, latest.cluster.kubeconfig));
@@ -114,6 +121,7 @@ export function renderCluster(root, go, name) {
       submit: async (value) => {
         await call(`${API}.ScaleNodePool`, value, { remember: true });
         notify(`Scaling ${name}.`);
+        refresh();
       },
     });
   });
@@ -134,6 +142,7 @@ export function renderCluster(root, go, name) {
       try {
         await call(`${API}.UpgradeCluster`, { name, version: target }, { remember: true });
         notify(`Upgrading ${name} to ${target}.`);
+        refresh();
       } catch (error) {
         notify(error.message, 'error');
       }
@@ -152,15 +161,16 @@ export function renderCluster(root, go, name) {
   }, { class: 'danger' });
   actions.append(...[scale, upgrade, remove].filter(Boolean));
 
-  every(REFRESH_MS, async () => {
+  refresh = poll(REFRESH_MS, async () => {
     try {
       const [detail, nodes] = await Promise.all([
         call(`${API}.GetCluster`, { name }),
         call(`${API}.GetClusterNodesStatus`, { clusterName: name }),
       ]);
       badge.set('polling', REFRESH_MS);
+      const busy = changing(detail.cluster.status);
       const text = JSON.stringify([detail, nodes]);
-      if (text === shown) return; // unchanged: keyboard focus stays where it is
+      if (text === shown) return busy; // unchanged: keyboard focus stays where it is
       shown = text;
       latest = { cluster: detail.cluster, machines: nodes.machines || [] };
       kubeconfig.disabled = !detail.cluster.kubeconfig;
@@ -179,9 +189,11 @@ export function renderCluster(root, go, name) {
         { label: 'IP', value: (m) => m.maasIPAddr },
         { label: 'System id', value: (m) => element('code', { text: m.maasSystemId }) },
       ], latest.machines, { key: (m) => m.maasHostname, label: 'Machines', empty: 'No machines yet.' }));
+      return busy;
     } catch (error) {
       badge.set('failed', error);
       summary.replaceChildren(failure(error));
+      return false;
     }
   });
 }

@@ -61,7 +61,11 @@ function scalarEditor(name, path, schema, kind, initial) {
       return kind === 'boolean' ? input.value === 'true' : input.value;
     };
   } else if (kind === 'number') {
-    input = element('input', { id, name: path, type: 'number', step: s.type === 'integer' ? '1' : 'any' });
+    input = element('input', {
+      id, name: path, type: 'number', step: s.type === 'integer' ? '1' : 'any',
+      min: s.minimum === undefined ? undefined : String(s.minimum),
+      max: s.maximum === undefined ? undefined : String(s.maximum),
+    });
     if (has) input.value = String(initial);
     get = () => (input.value.trim() === '' ? undefined : Number(input.value));
   } else if (kind === 'json') {
@@ -75,12 +79,22 @@ function scalarEditor(name, path, schema, kind, initial) {
         throw new SyntaxError(`${path}: ${error.message}`);
       }
     };
+  } else if (s.format === 'date-time') {
+    // A Timestamp: picked in local time, sent as RFC 3339 in UTC.
+    input = element('input', { id, name: path, type: 'datetime-local', step: '1' });
+    const date = has ? new Date(initial) : null;
+    if (date && !Number.isNaN(date.getTime())) {
+      input.value = new Date(date.getTime() - date.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+    }
+    get = () => (input.value === '' ? undefined : new Date(input.value).toISOString());
   } else {
+    // int64 travels as a JSON string (proto3 JSON), so it is a text box that takes digits only.
     const integral = s.format === 'int64' || s.format === 'uint64';
     input = element('input', {
       id, name: path, type: 'text', autocomplete: 'off', spellcheck: 'false',
       inputmode: integral ? 'numeric' : undefined,
-      placeholder: s.format === 'date-time' ? '2025-01-31T12:00:00Z' : (integral ? '0' : undefined),
+      pattern: integral ? '-?[0-9]+' : undefined,
+      placeholder: integral ? '0' : undefined,
     });
     if (has) input.value = String(initial);
     get = () => (input.value === '' ? undefined : input.value);

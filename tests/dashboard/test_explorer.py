@@ -196,6 +196,35 @@ def test_enum_fields_are_dropdowns(browser, live_server):
     assert options[0] == "" and "EVENT_TYPE_POD_STARTED" in options
 
 
+def test_typed_inputs_for_times_and_64_bit_integers(browser, live_server):
+    logged_in(browser, live_server, "#/explorer")
+    # No request of these APIs holds a google.protobuf.Timestamp, so a schema made here has one.
+    made = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "import('./js/forms.js').then(({ buildForm }) => {"
+        "  const form = buildForm({ type: 'object', properties: {"
+        "    at: { type: 'string', format: 'date-time' }, n: { type: 'integer' } } });"
+        "  const input = form.node.querySelector('[name=at]');"
+        "  input.value = '2025-01-31T12:00:05';"
+        "  done({ type: input.type, value: form.value(),"
+        "         expected: new Date('2025-01-31T12:00:05').toISOString() });"
+        "});"
+    )
+    assert made["type"] == "datetime-local"  # picked in local time...
+    assert made["value"] == {"at": made["expected"]}  # ...sent as RFC 3339 in UTC
+
+    go(browser, f"#/explorer/{LISTEN_EVENTS}")
+    wait(browser).until(lambda b: by_id(b, "method-name").text == LISTEN_EVENTS)
+    form = by_id(browser, "request-form")
+    form.find_element(By.CSS_SELECTOR, "details[data-path='filter'] > summary").click()
+    since = form.find_element(By.NAME, "filter.since_time")
+    since.send_keys("soon")
+    assert browser.execute_script("return arguments[0].matches(':invalid')", since)
+    since.clear()
+    since.send_keys("1700000000")
+    assert not browser.execute_script("return arguments[0].matches(':invalid')", since)
+
+
 def test_copy_as_curl_and_grpcurl(browser, live_server):
     logged_in(browser, live_server, "#/explorer")
     select(browser, "cnct.kaas.api.Cluster.GetCluster")

@@ -1,8 +1,9 @@
 // Edge: cloudlets (with the state their resource manager reports), cluster instances and app
 // instances, and per developer the graph of their objects. Create and delete of instances are
 // server streams of progress messages, shown live while the object changes. The Show RPCs end
-// after answering (edgeproto offers no watch stream to operators or viewers), so the tables are
-// asked again every REFRESH_MS and after each progress message.
+// after answering (edgeproto offers no watch stream to operators or viewers; StreamNotice is the
+// admin-only sync protocol of the resource managers, and joining it would register this page as
+// a peer), so the tables are asked again every REFRESH_MS and after each progress message.
 import { collect, stream } from '../api.js';
 import { element, link, statusPill, table, timeCell } from '../dom.js';
 import { actionButton, confirmAction, every, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';

@@ -5,43 +5,41 @@ import { $, button, element, show } from './dom.js';
 import { buildForm } from './forms.js';
 import { mayCall } from './session.js';
 
-const timers = new Set();
-
-// Runs fn now and then every ms until the view is left (for data no stream carries).
-export function every(ms, fn) {
-  fn();
-  const id = setInterval(fn, ms);
-  timers.add(id);
-  return id;
-}
-
-// Like every(), but sooner (BUSY_MS) while fn says something is changing (it resolves true),
-// so a cluster being provisioned or scaled is followed closely and a settled one cheaply.
-// Returns a function that asks at once (after an action: its effect shows without waiting).
+// The polls of the view on screen; leaving the view stops them.
+const polls = new Set();
 const BUSY_MS = 1000;
+
+// Runs fn now and again ms after each run ends, until the view is left (for data no stream
+// carries); sooner (BUSY_MS) while fn says something is changing (it resolves true), so a
+// cluster being provisioned is followed closely and a settled one cheaply. A run never overlaps
+// the one before. Returns a function that asks at once (after an action, so it shows at once).
 export function poll(ms, fn) {
-  const handle = { id: null, stopped: false };
+  const handle = { timer: null, stopped: false };
   const run = async () => {
-    clearTimeout(handle.id);
-    timers.delete(handle.id);
+    clearTimeout(handle.timer);
     const busy = await fn();
     if (handle.stopped) return;
-    clearTimeout(handle.id); // an asking-at-once that overlapped this one
-    handle.id = setTimeout(run, busy ? BUSY_MS : ms);
-    timers.add(handle.id);
+    clearTimeout(handle.timer); // an asking-at-once that overlapped this run
+    handle.timer = setTimeout(run, busy ? BUSY_MS : ms);
   };
   polls.add(handle);
   run();
   return run;
 }
 
-const polls = new Set();
+export function every(ms, fn) {
+  return poll(ms, async () => {
+    await fn();
+    return false;
+  });
+}
 
 export function leaveView() {
-  for (const handle of polls) handle.stopped = true;
+  for (const handle of polls) {
+    handle.stopped = true;
+    clearTimeout(handle.timer);
+  }
   polls.clear();
-  for (const id of timers) clearInterval(id);
-  timers.clear();
   stopAllLive();
   const dialog = $('dialog');
   if (dialog.open) dialog.close('cancel');

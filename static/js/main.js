@@ -42,11 +42,19 @@ function renderNav(current) {
   }, view.label)));
 }
 
+function decode(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch (error) {
+    return part; // a stray % in a hand-typed link
+  }
+}
+
 function parse(hash) {
   const raw = hash.replace(/^#/, '');
   // Links from before the views (#package.Service.Method) still open that method.
-  if (raw && !raw.startsWith('/')) return ['explorer', decodeURIComponent(raw)];
-  return raw.split('/').slice(1).map((part) => decodeURIComponent(part));
+  if (raw && !raw.startsWith('/')) return ['explorer', decode(raw)];
+  return raw.split('/').slice(1).map(decode);
 }
 
 function route() {

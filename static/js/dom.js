@@ -30,9 +30,11 @@ const GOOD = /^(RUNNING|READY|HEALTH_OK|RESOURCE_READY|RELIABILITY_OK|CLOUDLET_S
 const BUSY = /(PROVISIONING|RECONCILING|CREAT|UPDAT|DELET|STARTING|STOPPING|SCHEDULING|PENDING|REQUESTED|PREPARING|INIT|UPGRAD|DESTROYING|HEALTH_WARN|PROGRESS|EMBRYO)/;
 const BAD = /(ERROR|FAIL|DEGRADED|HEALTH_ERR|NOT_READY|UNKNOWN|ABORT|CRASH|EXITED|TERMINATED|DEAD|OFFLINE)/;
 
+const GOOD_END = /_(STARTED|READY|RUNNING)$/; // event types such as APP_STARTED
+
 export function tone(value) {
   const word = String(value || '').toUpperCase();
-  if (GOOD.test(word)) return 'good';
+  if (GOOD.test(word) || GOOD_END.test(word)) return 'good';
   if (BAD.test(word)) return 'bad';
   if (BUSY.test(word)) return 'busy';
   return 'neutral';

@@ -1,4 +1,4 @@
-// Small DOM helpers shared by every view. Text goes in through textContent only, never parsed
+// Small DOM functions shared by every view. Text goes in through textContent only, never parsed
 // as markup: names, descriptions and replies all come from outside the page.
 
 export const $ = (id) => document.getElementById(id);

@@ -1,7 +1,10 @@
 """Settings: one object, read once from ``PORTICO_*`` environment variables.
 
 Command-line flags override individual fields with :func:`dataclasses.replace`; nothing else
-reads the environment, so tests build their own ``Settings`` and never patch globals.
+reads the environment, so tests build their own ``Settings`` and never patch globals. Every
+field is checked when a ``Settings`` is built (by the rule in its metadata, see
+``app/setting_rules.py``), so a bad value stops the start with one line naming the variable and
+what it may be.
 """
 
 from __future__ import annotations
@@ -12,90 +15,141 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from app.setting_rules import (
+    ConfigurationError,
+    any_int,
+    at_least,
+    between,
+    cidr_list,
+    database_url,
+    dotted_versions,
+    file_or_empty,
+    hostname,
+    one_of,
+    origins,
+    password_or_empty,
+    power_of_two,
+    secret_or_empty,
+    subnet,
+    tls_pairing,
+)
 
-class ConfigurationError(ValueError):
-    """A setting makes starting unsafe or impossible; the message names the setting."""
-
+__all__ = ["DEFAULT_K8S_VERSIONS", "ConfigurationError", "Settings"]
 
 DEFAULT_K8S_VERSIONS = ("1.29.10", "1.30.6", "1.31.2", "1.32.0")
+
+
+def _rule(default: Any, rule: Any, **kwargs: Any) -> Any:
+    return field(default=default, metadata={"rule": rule}, **kwargs)
 
 
 @dataclass(frozen=True)
 class Settings:
     """Everything Portico can be configured with; each field has a ``PORTICO_<NAME>`` variable."""
 
-    http_host: str = "127.0.0.1"
-    http_port: int = 8080
-    grpc_host: str = "127.0.0.1"
-    grpc_port: int = 50051
+    http_host: str = _rule("127.0.0.1", hostname)
+    # 0 asks the system for a free port (tests do).
+    http_port: int = _rule(8080, between(0, 65535))
+    grpc_host: str = _rule("127.0.0.1", hostname)
+    grpc_port: int = _rule(50051, between(0, 65535))
     data_dir: Path = Path("./data")
     # Server processes sharing the ports (and the database); background work runs on one.
-    workers: int = 1
+    workers: int = _rule(1, between(1, 64))
     # One log line per HTTP request; off by default, as it costs more than a small call.
     access_log: bool = False
     # Empty means SQLite in the data directory.
-    database_url: str = ""
+    database_url: str = _rule("", database_url)
     # Events older than this are compacted away; a watch from before them gets OUT_OF_RANGE.
-    event_retention_seconds: int = 86_400
+    event_retention_seconds: int = _rule(86_400, at_least(1))
     # Bootstrap admin password on first start; a random one is printed when empty.
-    admin_password: str = ""
+    admin_password: str = _rule("", password_or_empty)
     # Empty means: generate once and keep it in the data directory (mode 0600).
-    jwt_secret: str = ""
-    token_ttl_seconds: int = 3600
+    jwt_secret: str = _rule("", secret_or_empty)
+    token_ttl_seconds: int = _rule(3600, at_least(1))
     # scrypt's N for password hashes: strong by default; tests set it low to run fast.
-    password_hash_cost: int = 2**17
+    password_hash_cost: int = _rule(2**17, power_of_two(2**1, 2**20))
     # "proto" emits field names as written in the .proto files; "camel" emits lowerCamelCase.
-    json_names: str = "proto"
+    json_names: str = _rule("proto", one_of("proto", "camel"))
     # "reject" answers unknown JSON fields and query parameters with 400; "ignore" drops them.
-    unknown_fields: str = "reject"
-    max_body_bytes: int = 4 * 1024 * 1024
-    cors_origins: tuple[str, ...] = ()
+    unknown_fields: str = _rule("reject", one_of("reject", "ignore"))
+    max_body_bytes: int = _rule(4 * 1024 * 1024, between(1024, 1024**3))
+    cors_origins: tuple[str, ...] = _rule((), origins)
+    # Peers whose X-Forwarded-For / Forwarded headers name the real client (none by default).
+    trusted_proxies: tuple[str, ...] = _rule((), cidr_list)
+    # TLS for both transports: a PEM certificate chain and its key; both or neither.
+    tls_cert: str = _rule("", file_or_empty)
+    tls_key: str = _rule("", file_or_empty)
+    # With it, gRPC callers must present a client certificate signed by this CA (PEM).
+    tls_client_ca: str = _rule("", file_or_empty)
     # Seconds of wall time per step of the simulated infrastructure's clock.
-    sim_step_seconds: float = 1.0
-    k8s_versions: tuple[str, ...] = field(default=DEFAULT_K8S_VERSIONS)
+    sim_step_seconds: float = _rule(1.0, between(0.000_001, 3600.0))
+    k8s_versions: tuple[str, ...] = _rule(DEFAULT_K8S_VERSIONS, dotted_versions)
     # Simulated MaaS: addresses of machines, and the share of machines that fail to deploy.
-    machine_ip_pool: str = "10.20.0.0/16"
-    sim_failure_ratio: float = 0.0
-    sim_seed: int = 1
+    machine_ip_pool: str = _rule("10.20.0.0/16", subnet(max_prefix=30))
+    sim_failure_ratio: float = _rule(0.0, between(0.0, 1.0))
+    sim_seed: int = _rule(1, any_int)
     # Each registered scheduler node gets a /24 out of this pool.
-    node_subnet_pool: str = "10.128.0.0/16"
+    node_subnet_pool: str = _rule("10.128.0.0/16", subnet(max_prefix=24))
     # A node whose status stream ended is FAILED after this long without a report.
-    node_grace_seconds: float = 30.0
+    node_grace_seconds: float = _rule(30.0, between(0.001, 86_400.0))
     # In-process simulated scheduler nodes, so the embedded default has capacity.
-    sim_nodes: int = 2
+    sim_nodes: int = _rule(2, between(0, 1000))
     demo: bool = False
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            rule = f.metadata.get("rule")
+            if rule is not None:
+                rule(variable(f.name), getattr(self, f.name))
+        tls_pairing(self.tls_cert, self.tls_key, self.tls_client_ca)
 
     @property
     def effective_database_url(self) -> str:
         """The database URL, defaulting to SQLite in the data directory."""
         return self.database_url or f"sqlite:///{self.data_dir / 'portico.db'}"
 
+    @property
+    def tls(self) -> bool:
+        """Whether both transports serve TLS."""
+        return bool(self.tls_cert)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read every field from its ``PORTICO_<NAME>`` variable, keeping defaults for the rest."""
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
+        defaults = cls()
         for f in fields(cls):
-            raw = environ.get(f"PORTICO_{f.name.upper()}")
+            raw = environ.get(variable(f.name))
             if raw is not None:
-                values[f.name] = _parse(f.name, raw, getattr(cls(), f.name))
+                values[f.name] = _parse(f.name, raw, getattr(defaults, f.name))
         return cls(**values)
 
 
+def variable(name: str) -> str:
+    """The environment variable of the setting ``name``."""
+    return f"PORTICO_{name.upper()}"
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
 def _parse(name: str, raw: str, default: Any) -> Any:
-    try:
-        if isinstance(default, bool):
-            if raw.lower() in {"1", "true", "yes", "on"}:
-                return True
-            if raw.lower() in {"0", "false", "no", "off", ""}:
-                return False
-            raise ValueError(raw)
-        if isinstance(default, tuple):
-            return tuple(item.strip() for item in raw.split(",") if item.strip())
-        if isinstance(default, Path):
-            return Path(raw)
-        return type(default)(raw)
-    except ValueError as exc:
-        raise ConfigurationError(
-            f"PORTICO_{name.upper()}: cannot read {raw!r} as {type(default).__name__}"
-        ) from exc
+    kind = type(default).__name__
+    if isinstance(default, bool):
+        kind = "true or false (also 1/0, yes/no, on/off)"
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+    elif isinstance(default, tuple):
+        return tuple(item.strip() for item in raw.split(",") if item.strip())
+    elif isinstance(default, Path):
+        return Path(raw)
+    else:
+        try:
+            return type(default)(raw.strip())
+        except ValueError:
+            kind = {"int": "a whole number", "float": "a number"}.get(kind, kind)
+    raise ConfigurationError(f"{variable(name)}: cannot read {raw!r}; allowed: {kind}")

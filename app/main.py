@@ -245,6 +245,14 @@ def compact_event_log(store: ObjectStore, every_seconds: float = 3600.0) -> Job:
 async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: str) -> None:
     """On first start (no accounts at all), create ``admin``; never with a built-in password."""
     if await store.list_accounts():
+        if password:
+            # Said at every start: an operator who set it expects it to work, and it does not.
+            log.warning(
+                "PORTICO_ADMIN_PASSWORD is ignored: accounts exist already (it only sets the "
+                "first admin's password); change a password with "
+                "`portico users set-password %s`",
+                BOOTSTRAP_ADMIN,
+            )
         return
     generated = not password
     password = password or secrets.token_urlsafe(18)

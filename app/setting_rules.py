@@ -1,0 +1,199 @@
+"""What each setting may be: small rules that name the variable and the allowed values.
+
+A rule is called as ``rule(variable, value)`` and raises :class:`ConfigurationError` with one
+line, ``PORTICO_X: <value> is not allowed; allowed: <what is>``, so an operator can fix the
+start without reading code.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+Rule = Callable[[str, Any], None]
+
+# Kept in step with app/auth/passwords.py (which the auth package owns; config imports nothing).
+_MIN_PASSWORD_BYTES = 6
+_MAX_PASSWORD_BYTES = 70
+_MIN_SECRET_BYTES = 32  # HS256 wants a key as long as its hash
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
+
+
+class ConfigurationError(ValueError):
+    """A setting makes starting unsafe or impossible; the message names the setting."""
+
+
+def refuse(variable: str, value: Any, allowed: str) -> None:
+    """Raise the one-line error for ``value`` of ``variable``."""
+    shown = value if isinstance(value, int | float) and not isinstance(value, bool) else repr(value)
+    raise ConfigurationError(f"{variable}: {shown} is not allowed; allowed: {allowed}")
+
+
+def _number(variable: str, value: Any, allowed: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        refuse(variable, value, allowed)
+    if isinstance(value, float) and not math.isfinite(value):
+        refuse(variable, value, allowed)
+
+
+def between(low: float, high: float) -> Rule:
+    """A number from ``low`` to ``high``, both included."""
+
+    whole = isinstance(low, int) and isinstance(high, int)
+    allowed = f"a {'whole ' if whole else ''}number from {low:g} to {high:g}"
+
+    def rule(variable: str, value: Any) -> None:
+        _number(variable, value, allowed)
+        if not low <= value <= high or (whole and not isinstance(value, int)):
+            refuse(variable, value, allowed)
+
+    return rule
+
+
+def at_least(low: int) -> Rule:
+    """A whole number of at least ``low``."""
+
+    def rule(variable: str, value: Any) -> None:
+        allowed = f"a whole number of at least {low}"
+        _number(variable, value, allowed)
+        if value < low:
+            refuse(variable, value, allowed)
+
+    return rule
+
+
+def any_int(variable: str, value: Any) -> None:
+    """Any whole number."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        refuse(variable, value, "a whole number")
+
+
+def power_of_two(low: int, high: int) -> Rule:
+    """A power of two from ``low`` to ``high`` (scrypt's cost)."""
+
+    def rule(variable: str, value: Any) -> None:
+        allowed = f"a power of two from {low} to {high}"
+        any_int(variable, value)
+        if not low <= value <= high or value & (value - 1):
+            refuse(variable, value, allowed)
+
+    return rule
+
+
+def one_of(*choices: str) -> Rule:
+    """Exactly one of ``choices``."""
+
+    def rule(variable: str, value: Any) -> None:
+        if value not in choices:
+            refuse(variable, value, ", ".join(choices))
+
+    return rule
+
+
+def hostname(variable: str, value: Any) -> None:
+    """An IP address or a host name."""
+    allowed = "an IP address or a host name"
+    if not isinstance(value, str) or not value:
+        refuse(variable, value, allowed)
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        if not _HOSTNAME.match(value):
+            refuse(variable, value, allowed)
+
+
+def password_or_empty(variable: str, value: Any) -> None:
+    """Empty (generate one) or a password Login would accept."""
+    if value and not _MIN_PASSWORD_BYTES <= len(value.encode()) <= _MAX_PASSWORD_BYTES:
+        refuse(
+            variable,
+            "(hidden)",
+            f"empty, or {_MIN_PASSWORD_BYTES}-{_MAX_PASSWORD_BYTES} bytes",
+        )
+
+
+def secret_or_empty(variable: str, value: Any) -> None:
+    """Empty (generate one) or a signing secret of at least 32 bytes."""
+    if value and len(value.encode()) < _MIN_SECRET_BYTES:
+        refuse(variable, "(hidden)", f"empty, or at least {_MIN_SECRET_BYTES} bytes")
+
+
+def database_url(variable: str, value: Any) -> None:
+    """Empty (SQLite in the data folder), ``sqlite:///<file>`` or ``postgresql://...``."""
+    allowed = (
+        "empty (SQLite in the data folder), sqlite:///<file> or postgresql://user:pass@host/db"
+    )
+    if not value:
+        return
+    scheme = value.split(":", 1)[0].lower()
+    if scheme.startswith(("postgresql", "postgres")):
+        return
+    if scheme.startswith("sqlite") and value.split("://", 1)[-1].strip("/") not in {"", ":memory:"}:
+        return
+    # The URL may hold a password: name only its scheme.
+    refuse(variable, f"{scheme}:...", allowed)
+
+
+def origins(variable: str, value: Any) -> None:
+    """Comma-separated ``http(s)://host[:port]`` origins, or ``*``."""
+    for origin in value:
+        if origin != "*" and not re.match(r"^https?://[^/\s]+$", origin):
+            refuse(variable, origin, "comma-separated origins like https://dash.example, or *")
+
+
+def cidr_list(variable: str, value: Any) -> None:
+    """Comma-separated addresses or CIDR networks."""
+    for item in value:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            refuse(variable, item, "comma-separated IP addresses or CIDR networks (10.0.0.0/8)")
+
+
+def subnet(max_prefix: int) -> Rule:
+    """An IPv4 network no smaller than ``/max_prefix``."""
+
+    def rule(variable: str, value: Any) -> None:
+        allowed = f"an IPv4 network in CIDR form, /{max_prefix} or larger (10.20.0.0/16)"
+        try:
+            network = ipaddress.ip_network(value, strict=True)
+        except ValueError:
+            refuse(variable, value, allowed)
+        if network.version != 4 or network.prefixlen > max_prefix:
+            refuse(variable, value, allowed)
+
+    return rule
+
+
+def dotted_versions(variable: str, value: Any) -> None:
+    """A non-empty comma-separated list of ``X.Y.Z`` versions."""
+    allowed = "comma-separated versions like 1.31.2"
+    if not value:
+        refuse(variable, "", allowed)
+    for version in value:
+        if not _VERSION.match(version):
+            refuse(variable, version, allowed)
+
+
+def file_or_empty(variable: str, value: Any) -> None:
+    """Empty, or a readable file."""
+    if value and not (os.path.isfile(value) and os.access(value, os.R_OK)):
+        refuse(variable, value, "empty, or the path of a readable PEM file")
+
+
+def tls_pairing(cert: str, key: str, client_ca: str) -> None:
+    """A certificate needs its key and the reverse; client verification needs TLS."""
+    if bool(cert) != bool(key):
+        missing = "PORTICO_TLS_KEY" if cert else "PORTICO_TLS_CERT"
+        raise ConfigurationError(
+            f"{missing}: must be set too; allowed: PORTICO_TLS_CERT and PORTICO_TLS_KEY together"
+        )
+    if client_ca and not cert:
+        raise ConfigurationError(
+            "PORTICO_TLS_CLIENT_CA: needs TLS; allowed: only with PORTICO_TLS_CERT and _KEY"
+        )

@@ -1,0 +1,99 @@
+"""Item 13: a bad setting stops the start with one line naming the variable and what it may be."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+
+from app.__main__ import main
+from tests.harness import run, running
+
+
+def _started_anyway(settings: object) -> None:
+    raise AssertionError(f"serve started with {settings}")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "allowed"),
+    [
+        ("PORTICO_UNKNOWN_FIELDS", "maybe", "reject, ignore"),
+        ("PORTICO_WORKERS", "0", "a whole number from 1 to 64"),
+        ("PORTICO_JSON_NAMES", "weird", "proto, camel"),
+        ("PORTICO_SIM_FAILURE_RATIO", "7", "a number from 0 to 1"),
+        ("PORTICO_SIM_STEP_SECONDS", "nan", "a number from"),
+        ("PORTICO_HTTP_PORT", "70000", "a whole number from 0 to 65535"),
+        ("PORTICO_PASSWORD_HASH_COST", "1000", "a power of two"),
+        ("PORTICO_NODE_SUBNET_POOL", "10.0.0.0/28", "/24 or larger"),
+        ("PORTICO_K8S_VERSIONS", "latest", "versions like 1.31.2"),
+        ("PORTICO_TRUSTED_PROXIES", "10.0.0.0/33", "CIDR networks"),
+        ("PORTICO_TLS_CERT", "/nonexistent/cert.pem", "readable PEM file"),
+        ("PORTICO_DATABASE_URL", "mysql://root@db/portico", "postgresql://"),
+        ("PORTICO_ADMIN_PASSWORD", "abc", "6-70 bytes"),
+        ("PORTICO_JWT_SECRET", "short", "at least 32 bytes"),
+        ("PORTICO_DEMO", "perhaps", "true or false"),
+    ],
+)
+def test_a_bad_setting_stops_serve_with_one_line(monkeypatch, variable, value, allowed):
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setattr("app.main.serve", _started_anyway)
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve"])
+    message = str(stopped.value.code)
+    assert message.startswith(f"portico: {variable}: ")
+    assert allowed in message
+    assert "\n" not in message
+
+
+def test_a_bad_flag_is_refused_the_same_way(monkeypatch):
+    monkeypatch.setattr("app.main.serve", _started_anyway)
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve", "--workers", "0"])
+    assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("PORTICO_UNKNOWN_FIELDS", "maybe"),
+        ("PORTICO_WORKERS", "0"),
+        ("PORTICO_JSON_NAMES", "weird"),
+        ("PORTICO_SIM_FAILURE_RATIO", "7"),
+    ],
+)
+def test_the_real_command_prints_one_line_and_fails(tmp_path, variable, value):
+    env = {**os.environ, variable: value, "PORTICO_DATA_DIR": str(tmp_path)}
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{variable}={value}: the server started anyway")
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"portico: {variable}: ")
+    assert not any(tmp_path.iterdir())  # nothing was started or created
+
+
+def test_an_ignored_admin_password_is_said_at_start(tmp_path, caplog):
+    async def start_twice() -> None:
+        async with running(tmp_path):
+            pass
+        caplog.clear()
+        async with running(tmp_path, admin_password="another-password"):
+            pass
+
+    with caplog.at_level(logging.WARNING, logger="portico"):
+        run(start_twice())
+    said = [r.getMessage() for r in caplog.records if "PORTICO_ADMIN_PASSWORD" in r.getMessage()]
+    assert len(said) == 1
+    assert "ignored" in said[0]
+    assert "portico users set-password admin" in said[0]

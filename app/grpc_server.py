@@ -3,7 +3,8 @@ and health.
 
 Handlers are built generically from the registry (no generated ``add_*_to_server`` needed), each
 wrapped so that an unexpected exception becomes INTERNAL with a generic message, exactly as on
-the REST side, and so that the optional authenticate hook runs for every call.
+the REST side, and so that the authenticate hook runs for every call (without one, every call is
+refused: see ``app/gateway/admission.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from app.gateway.admission import refuse_every_call
 from app.gateway.errors import INTERNAL_MESSAGE, GatewayError
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
@@ -51,7 +53,7 @@ def create_server(
     registry: Registry,
     servicers: Mapping[str, object],
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
-    authenticate: Authenticate | None = None,
+    authenticate: Authenticate = refuse_every_call,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port."""
@@ -100,7 +102,7 @@ async def stop(server: grpc.aio.Server, grace: float = 5.0) -> None:
 
 
 def _method_handler(
-    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate | None
+    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate
 ) -> grpc.RpcMethodHandler:
     factory = _HANDLER_FACTORIES[method.kind]
     if method.server_streaming:
@@ -128,7 +130,7 @@ def _not_served(method: Method) -> Callable[..., Any]:
 
 
 def _guard_unary(
-    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate | None
+    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate
 ) -> Callable[..., Any]:
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
@@ -141,7 +143,7 @@ def _guard_unary(
 
 
 def _guard_stream(
-    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate | None
+    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate
 ) -> Callable[..., Any]:
     if not inspect.isasyncgenfunction(behaviour):
         # A handler that sends with context.write() and returns: grpc.aio awaits those, and only
@@ -160,10 +162,9 @@ def _guard_stream(
 
 
 async def _authenticate(
-    method: Method, context: grpc.aio.ServicerContext, authenticate: Authenticate | None
+    method: Method, context: grpc.aio.ServicerContext, authenticate: Authenticate
 ) -> None:
-    if authenticate is not None:
-        await authenticate(method, tuple(context.invocation_metadata() or ()))
+    await authenticate(method, tuple(context.invocation_metadata() or ()))
 
 
 async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exception) -> None:

@@ -13,6 +13,7 @@ from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 from app import __version__, codegen
 from app.__main__ import main as portico
+from app.gateway.admission import NO_AUTH
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
 
@@ -96,7 +97,11 @@ def test_int64_fields_are_strings_and_comments_are_descriptions(committed):
 
 def test_the_served_document_is_the_committed_one(committed):
     registry = Registry.from_package("gen")
-    app = create_app(registry, {}, GatewayOptions(openapi=codegen.portico_openapi(registry)))
+    app = create_app(
+        registry,
+        {},
+        GatewayOptions(openapi=codegen.portico_openapi(registry), authenticate=NO_AUTH),
+    )
 
     async def get() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)

@@ -59,11 +59,9 @@ def new_call(method: Method, headers: http_io.Headers, request_id: str, scope: S
     return Call(method, request_id, headers, context)
 
 
-async def admit(call: Call, authenticate: Authenticate | None) -> None:
+async def admit(call: Call, authenticate: Authenticate) -> None:
     """The gate: the authenticate hook refuses (raising GatewayError) or lets the call on."""
-    if authenticate is not None:
-        metadata = call.context.invocation_metadata()
-        await authenticate(call.method, metadata)
+    await authenticate(call.method, call.context.invocation_metadata())
 
 
 class Invoker(Protocol):

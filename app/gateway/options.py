@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.gateway.admission import refuse_every_call
 from app.gateway.codec import JsonOptions
 from app.gateway.context import Metadata
 from app.gateway.registry import Method
@@ -23,6 +24,7 @@ class GatewayOptions:
     json: JsonOptions = field(default_factory=JsonOptions)
     max_body_bytes: int = 4 * 1024 * 1024
     cors_origins: tuple[str, ...] = ()
-    authenticate: Authenticate | None = None
+    # Refuses every call unless given: pass admission.NO_AUTH to admit everyone on purpose.
+    authenticate: Authenticate = refuse_every_call
     # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
     openapi: Mapping[str, Any] | None = None

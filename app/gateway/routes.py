@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.gateway import dashboard
+from app.gateway.admission import NO_AUTH
 from app.gateway.codec import dump_json
 from app.gateway.dispatch import RpcDispatcher
 from app.gateway.http_rules import build_route_table
@@ -127,7 +128,7 @@ def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOption
     def payload() -> bytes:
         document = options.openapi
         if document is None:
-            secured = options.authenticate is not None
+            secured = options.authenticate is not NO_AUTH
             document = openapi_document(
                 registry,
                 options.json,

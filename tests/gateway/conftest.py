@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import grpc
 import httpx
 
+from app.gateway.admission import NO_AUTH
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
@@ -49,7 +50,7 @@ async def serving(
     servicer = servicer or ShelfServicer()
     registry = shelf_registry()
     servicers = {SERVICE: servicer}
-    options = options or GatewayOptions()
+    options = options or GatewayOptions(authenticate=NO_AUTH)
     app = create_app(registry, servicers, options)
     server, port = create_server(
         "127.0.0.1:0", registry, servicers, authenticate=options.authenticate

@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from app.gateway.admission import NO_AUTH
 from app.gateway.codec import JsonOptions
 from app.gateway.routes import GatewayOptions
 
@@ -58,7 +59,7 @@ def test_bad_input_is_400_naming_the_problem(body: bytes, field: str) -> None:
 
 
 def test_unknown_fields_can_be_ignored() -> None:
-    options = GatewayOptions(json=JsonOptions(ignore_unknown=True))
+    options = GatewayOptions(json=JsonOptions(ignore_unknown=True), authenticate=NO_AUTH)
     response, seen = echo(b'{"name": "a", "nope": 1}', options)
     assert response.status_code == 200
     assert seen == [pb.Thing(name="a")]

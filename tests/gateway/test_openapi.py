@@ -15,6 +15,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_tools import protoc
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
+from app.gateway.admission import NO_AUTH
 from app.gateway.codec import JsonOptions
 from app.gateway.openapi import openapi_document, source_comments
 from app.gateway.registry import Method, Registry
@@ -396,7 +397,7 @@ async def _get(app: Any, path: str) -> httpx.Response:
 
 
 def test_the_app_serves_the_document_it_was_given(doc):
-    app = create_app(shelf_registry(), {}, GatewayOptions(openapi=doc))
+    app = create_app(shelf_registry(), {}, GatewayOptions(openapi=doc, authenticate=NO_AUTH))
     response = run(_get(app, "/openapi.json"))
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
@@ -404,7 +405,7 @@ def test_the_app_serves_the_document_it_was_given(doc):
 
 
 def test_without_a_document_the_app_serves_one_from_its_registry_and_options():
-    options = GatewayOptions(json=JsonOptions(proto_names=False))
+    options = GatewayOptions(json=JsonOptions(proto_names=False), authenticate=NO_AUTH)
     app = create_app(shelf_registry(), {}, options)
     expected = openapi_document(
         shelf_registry(),
@@ -417,7 +418,7 @@ def test_without_a_document_the_app_serves_one_from_its_registry_and_options():
 
 
 def test_docs_serve_an_interactive_ui_over_the_document():
-    app = create_app(shelf_registry(), {})
+    app = create_app(shelf_registry(), {}, GatewayOptions(authenticate=NO_AUTH))
     response = run(_get(app, "/docs"))
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
@@ -455,7 +456,7 @@ def test_the_router_accepts_every_documented_query_parameter(doc, path, name):
     query = {key: _sample(p["schema"]) for key, p in _params(operation, "query").items()}
     url = path.replace("{name}", name).replace("{filter.kind}", "k")
     servicer = ShelfServicer()
-    app = create_app(shelf_registry(), {SERVICE: servicer})
+    app = create_app(shelf_registry(), {SERVICE: servicer}, GatewayOptions(authenticate=NO_AUTH))
 
     async def get() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)

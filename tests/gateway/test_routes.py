@@ -6,6 +6,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
+from app.gateway.admission import NO_AUTH
 from app.gateway.codec import JsonOptions
 from app.gateway.errors import GatewayError
 from app.gateway.routes import GatewayOptions
@@ -164,7 +165,7 @@ def test_bad_query_parameters_are_400_naming_the_field(query: Any, field: str) -
 
 
 def test_unknown_query_parameters_can_be_ignored() -> None:
-    options = GatewayOptions(json=JsonOptions(ignore_unknown=True))
+    options = GatewayOptions(json=JsonOptions(ignore_unknown=True), authenticate=NO_AUTH)
     response, seen = rest(
         "GET", "/v1/shelves/s1/things/t1", options, params={"nope": "1", "full": "1"}
     )
@@ -203,7 +204,7 @@ def test_unsupported_content_type_is_415() -> None:
 
 
 def test_body_over_the_limit_is_413_before_the_servicer_runs() -> None:
-    options = GatewayOptions(max_body_bytes=64)
+    options = GatewayOptions(max_body_bytes=64, authenticate=NO_AUTH)
     response, seen = rest("POST", "/v1/things:echo", options, json={"name": "x" * 100})
     assert response.status_code == 413
     assert seen is None
@@ -220,7 +221,7 @@ def test_body_over_the_limit_is_413_before_the_servicer_runs() -> None:
 
 
 def test_camel_case_output_option() -> None:
-    options = GatewayOptions(json=JsonOptions(proto_names=False))
+    options = GatewayOptions(json=JsonOptions(proto_names=False), authenticate=NO_AUTH)
     response, _ = rest("POST", "/v1/things:echo", options, json={"display_name": "d"})
     assert response.json()["displayName"] == "d"
     assert "display_name" not in response.json()
@@ -294,7 +295,7 @@ def test_health_and_readiness() -> None:
 
 
 def test_cors_preflight_on_rpc_routes() -> None:
-    options = GatewayOptions(cors_origins=("https://dash.example",))
+    options = GatewayOptions(cors_origins=("https://dash.example",), authenticate=NO_AUTH)
     headers = {"origin": "https://dash.example", "access-control-request-method": "PATCH"}
     response, _ = rest("OPTIONS", "/v1/shelves/s1/things/t1", options, headers=headers)
     assert response.status_code == 200

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
+from app.gateway.admission import NO_AUTH
 from app.gateway.errors import GatewayError
 from app.gateway.routes import GatewayOptions, create_app
 from tests.harness import uvicorn_serving
@@ -168,7 +169,7 @@ def test_streams_agree_with_grpc(style: type[ShelfServicer]) -> None:
 
 
 def live_app(servicer: ShelfServicer) -> Any:
-    return create_app(shelf_registry(), {SERVICE: servicer}, GatewayOptions())
+    return create_app(shelf_registry(), {SERVICE: servicer}, GatewayOptions(authenticate=NO_AUTH))
 
 
 @BOTH_STYLES

@@ -48,7 +48,13 @@ from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 def _check_speaks_for(node_id: str) -> None:
     """Refuse a node account acting for a node other than its own (see the module docstring)."""
     caller = current_caller.get()
-    if caller is not None and caller.role == Role.NODE and node_id != caller.username:
+    if caller is None:
+        # Only the gate sets a caller; without one this servicer was wired up without it, and
+        # "nobody known" must not mean "may speak for any node".
+        raise SchedulerError(
+            grpc.StatusCode.UNAUTHENTICATED, "no authenticated caller to act for a node"
+        )
+    if caller.role == Role.NODE and node_id != caller.username:
         raise SchedulerError(
             grpc.StatusCode.PERMISSION_DENIED,
             f"node account {caller.username!r} may act only for node {caller.username!r}, "

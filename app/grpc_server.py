@@ -9,6 +9,7 @@ refused: see ``app/gateway/admission.py``).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import uuid
@@ -18,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
 from app.gateway.admission import refuse_every_call
-from app.gateway.errors import INTERNAL_MESSAGE, GatewayError
+from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 
@@ -109,11 +111,36 @@ def _method_handler(
         wrapped: Callable[..., Any] = _guard_stream(method, behaviour, authenticate)
     else:
         wrapped = _guard_unary(method, behaviour, authenticate)
+    # grpc answers a request its deserializer cannot read with UNKNOWN and a logged traceback,
+    # before any handler of ours runs. A single request therefore arrives as bytes and is parsed
+    # in the guard (after authentication); streamed requests raise MalformedRequest, which
+    # travels through the servicer's read to the guard.
     return factory(
         wrapped,
-        request_deserializer=method.input_type.FromString,
+        request_deserializer=(_stream_parser(method) if method.client_streaming else None),
         response_serializer=method.output_type.SerializeToString,
     )
+
+
+class MalformedRequest(BadRequest):
+    """Request bytes that are not a serialized message of the method's input type."""
+
+    def __init__(self, method: Method, error: DecodeError) -> None:
+        super().__init__(
+            f"the request is not a valid serialized {method.input_type.DESCRIPTOR.full_name}"
+        )
+        self.reason = str(error)[:200]
+
+
+def _parse(method: Method, data: bytes) -> Any:
+    try:
+        return method.input_type.FromString(data)
+    except DecodeError as exc:
+        raise MalformedRequest(method, exc) from None
+
+
+def _stream_parser(method: Method) -> Callable[[bytes], Any]:
+    return functools.partial(_parse, method)
 
 
 def _not_served(method: Method) -> Callable[..., Any]:
@@ -132,10 +159,12 @@ def _not_served(method: Method) -> Callable[..., Any]:
 def _guard_unary(
     method: Method, behaviour: Callable[..., Any], authenticate: Authenticate
 ) -> Callable[..., Any]:
+    parse = not method.client_streaming
+
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             await _authenticate(method, context, authenticate)
-            return await behaviour(request, context)
+            return await behaviour(_parse(method, request) if parse else request, context)
         except Exception as exc:
             await _fail(method, context, exc)
 
@@ -150,10 +179,12 @@ def _guard_stream(
         # a coroutine around it (not a generator) may write.
         return _guard_unary(method, behaviour, authenticate)
 
+    parse = not method.client_streaming
+
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             await _authenticate(method, context, authenticate)
-            async for reply in behaviour(request, context):
+            async for reply in behaviour(_parse(method, request) if parse else request, context):
                 yield reply
         except Exception as exc:
             await _fail(method, context, exc)
@@ -171,6 +202,15 @@ async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exceptio
     """Re-raise aborts; turn anything else into INTERNAL without leaking its text."""
     if isinstance(exc, grpc.aio.AbortError):
         raise exc
+    if isinstance(exc, MalformedRequest):
+        # One line, no traceback: a flood of bad requests must not become a flood of log.
+        log.warning(
+            "malformed request to %s from %s (%s; request id %s)",
+            method.full_name,
+            context.peer(),
+            exc.reason,
+            _request_id(context),
+        )
     if isinstance(exc, GatewayError):  # e.g. the authenticate hook refusing
         await context.abort_with_status(rpc_status.to_status(exc.status()))
     code = context.code()

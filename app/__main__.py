@@ -19,7 +19,7 @@ from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Role
 from app.config import ConfigurationError, Settings
-from app.store import ObjectStore, StoreError
+from app.store import ObjectStore, StoreError, make_private_folder
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,7 +124,7 @@ def _users(args: argparse.Namespace) -> None:
 
 
 async def _users_action(settings: Settings, args: argparse.Namespace, password: str) -> None:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_folder(settings.data_dir)
     store = await asyncio.to_thread(ObjectStore.open, settings.effective_database_url)
     hasher = PasswordHasher(cost=settings.password_hash_cost)
     async with store:

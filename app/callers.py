@@ -7,9 +7,12 @@ the auth package (and the auth package nothing of theirs).
 
 from __future__ import annotations
 
+import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
+
+import grpc
 
 
 class Role(StrEnum):
@@ -32,3 +35,12 @@ class Caller:
 
 # None for a public call made without a (valid) token.
 current_caller: ContextVar[Caller | None] = ContextVar("current_caller", default=None)
+
+
+def call_request_id(context: grpc.aio.ServicerContext) -> str:
+    """The call's ``x-request-id`` (every REST call has one), or a fresh one to quote in
+    replies and the log alike."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "x-request-id" and isinstance(value, str):
+            return value
+    return uuid.uuid4().hex

@@ -40,7 +40,7 @@ from app.services.kudo.system import scheduler_system
 from app.services.rkt.service import RuntimeService, global_flags
 from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
-from app.store import AlreadyExists, LeaderElection, ObjectStore
+from app.store import AlreadyExists, LeaderElection, ObjectStore, make_private_folder
 
 log = logging.getLogger("portico")
 
@@ -73,7 +73,7 @@ class Portico:
 
     async def _start(self) -> None:
         settings = self.settings
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_folder(settings.data_dir)
         issuer = TokenIssuer(
             load_secret(settings.jwt_secret, settings.data_dir),
             ttl_seconds=settings.token_ttl_seconds,
@@ -136,7 +136,7 @@ class Portico:
         # instances.
         scheduler = scheduler_system(store, settings)
         servicers.update(scheduler.servicers)
-        servicers["v1alpha.PublicAPI"] = RuntimeService(store, global_flags(settings.data_dir))
+        servicers["v1alpha.PublicAPI"] = RuntimeService(store, global_flags(settings.tls))
         jobs.extend(scheduler.jobs)
 
         # The edge-cloud controller, its simulated cloudlet resource manager, and this replica's

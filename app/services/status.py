@@ -7,13 +7,17 @@ refusal type and the violations live in :mod:`app.refusals`, shared with the aut
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import NoReturn
 
 import grpc
 
+from app.callers import call_request_id
 from app.refusals import Rejected, Violation, Violations, rich_status
 from app.store import StoreError
+
+log = logging.getLogger("portico.services")
 
 
 async def abort(
@@ -33,8 +37,17 @@ async def abort_invalid(context: grpc.aio.ServicerContext, violations: Violation
 
 
 async def abort_store_error(context: grpc.aio.ServicerContext, error: StoreError) -> NoReturn:
-    """End the RPC with the status the store error stands for (NOT_FOUND, ABORTED, ...)."""
-    await abort(context, error.code, str(error))
+    """End the RPC with the status the store error stands for (NOT_FOUND, ABORTED, ...).
+
+    What the database driver said goes to the log with the request id; the caller gets the
+    generic message and that id, to quote when asking an operator.
+    """
+    message = error.message
+    if error.detail:
+        request_id = call_request_id(context)
+        log.warning("store error (request id %s): %s: %s", request_id, message, error.detail)
+        message = f"{message} (request id {request_id})"
+    await abort(context, error.code, message)
 
 
 async def abort_rejected(context: grpc.aio.ServicerContext, rejected: Rejected) -> NoReturn:

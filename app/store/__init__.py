@@ -6,7 +6,7 @@ share one database and act as one system, with background work on one elected le
 
 from __future__ import annotations
 
-from app.store.engine import create_store_engine, normalize_url
+from app.store.engine import create_store_engine, make_private_folder, normalize_url
 from app.store.errors import (
     AlreadyExists,
     Conflict,
@@ -41,5 +41,6 @@ __all__ = [
     "Unavailable",
     "Writer",
     "create_store_engine",
+    "make_private_folder",
     "normalize_url",
 ]

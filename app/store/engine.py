@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,24 @@ def open_sqlite_connection(engine: Engine, busy_timeout: float) -> sqlite3.Conne
     return connection
 
 
+def make_private_folder(path: Path) -> None:
+    """Create ``path`` if needed and make it the owner's alone (0700): it holds secrets."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(PermissionError):  # not ours to change; the owner chose its mode
+        path.chmod(0o700)
+
+
+def make_private_database(path: Path) -> None:
+    """Create the SQLite file as 0600 before SQLite does (its WAL and shared-memory files take
+    the database's mode), and tighten the files an older start left readable by others."""
+    if not path.parent.exists():
+        make_private_folder(path.parent)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for companion in ("", "-wal", "-shm", ".write-lock"):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            os.chmod(f"{path}{companion}", 0o600)
+
+
 def create_store_engine(
     url: str | URL,
     *,
@@ -63,7 +83,7 @@ def create_store_engine(
         "pool_timeout": busy_timeout,
     }
     if parsed.get_backend_name() == "sqlite":
-        Path(parsed.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
+        make_private_database(Path(parsed.database or "").expanduser())
         options["connect_args"] = {"check_same_thread": False, "timeout": busy_timeout}
         engine = create_engine(parsed, **options)
 

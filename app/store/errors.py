@@ -29,9 +29,11 @@ class StoreError(Exception):
 
     code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, detail: str = "") -> None:
         super().__init__(message)
         self.message = message
+        # What the database driver said (hosts, users, SQL): for the log, never for a caller.
+        self.detail = detail
 
 
 class NotFound(StoreError):
@@ -57,8 +59,9 @@ class Conflict(StoreError):
         *,
         expected_revision: int | None = None,
         actual_revision: int | None = None,
+        detail: str = "",
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, detail=detail)
         self.expected_revision = expected_revision
         self.actual_revision = actual_revision
 
@@ -68,8 +71,10 @@ class Unavailable(StoreError):
 
     code = grpc.StatusCode.UNAVAILABLE
 
-    def __init__(self, message: str, *, retry_after: float = DEFAULT_RETRY_AFTER) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, retry_after: float = DEFAULT_RETRY_AFTER, detail: str = ""
+    ) -> None:
+        super().__init__(message, detail=detail)
         self.retry_after = retry_after
 
 
@@ -90,24 +95,29 @@ class SchemaTooNew(StoreError):
 
 
 def map_database_error(exc: BaseException) -> StoreError | None:
-    """The store error a driver exception stands for, or None if it is a bug to surface as is."""
+    """The store error a driver exception stands for, or None if it is a bug to surface as is.
+
+    The message is what a caller may read; the driver's own words go to ``detail`` only.
+    """
     orig = exc.orig if isinstance(exc, sa_exc.DBAPIError) else exc
+    said = (str(orig).strip() or type(orig).__name__)[:1000]
     if isinstance(orig, sqlite3.OperationalError):
-        text = str(orig)
-        if "locked" in text or "busy" in text:
-            return Unavailable(f"database is busy ({text}); retry shortly")
-        return Unavailable(f"database unavailable: {text}")
+        if "locked" in said or "busy" in said:
+            return Unavailable("database is busy; retry shortly", detail=said)
+        return Unavailable("database unavailable; retry shortly", detail=said)
     if isinstance(orig, psycopg.errors.LockNotAvailable):
-        return Unavailable("database is busy (lock timeout); retry shortly")
+        return Unavailable("database is busy (lock timeout); retry shortly", detail=said)
     if isinstance(orig, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
-        return Unavailable(f"database transaction conflict ({orig.sqlstate}); retry shortly")
+        return Unavailable(
+            f"database transaction conflict ({orig.sqlstate}); retry shortly", detail=said
+        )
     if isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError):
-        return Unavailable(f"database unavailable: {str(orig).strip() or type(orig).__name__}")
+        return Unavailable("database unavailable; retry shortly", detail=said)
     if isinstance(exc, sa_exc.TimeoutError):
-        return Unavailable("no free database connection; retry shortly")
+        return Unavailable("no free database connection; retry shortly", detail=said)
     if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
-        return Unavailable("database connection lost; retry shortly")
+        return Unavailable("database connection lost; retry shortly", detail=said)
     if isinstance(exc, sa_exc.IntegrityError):
         # Writes are serialised, so this is a race with a writer outside the store's rules.
-        return Conflict(f"concurrent write conflict: {orig}")
+        return Conflict("concurrent write conflict; retry", detail=said)
     return None

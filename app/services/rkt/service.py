@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import grpc
 
@@ -38,7 +37,7 @@ from app.services.rkt.pods import (
     log_lines,
     pod_of,
 )
-from app.services.status import Violations, abort, abort_invalid
+from app.services.status import Violations, abort, abort_invalid, abort_store_error
 from app.shared_calls import SharedCalls
 from app.store import Event, EventType, ObjectStore, StoreError
 from gen.scheduler import scheduler_pb2 as spb
@@ -52,12 +51,16 @@ API_VERSION = "1.0.0-alpha"
 RECENT_DECODED = 256
 
 
-def global_flags(data_dir: Path) -> pb.GlobalFlags:
-    """The flags this server runs the runtime API with: its data folder, TLS-less gRPC."""
+def global_flags(tls: bool) -> pb.GlobalFlags:
+    """The flags this server runs the runtime API with, as any caller may see them.
+
+    rkt filled ``dir`` and the config folders with local paths for callers on its own host (its
+    API service listened on localhost only); Portico is called over the network, so the paths
+    stay empty: they would only tell a remote caller where the server keeps its state.
+    """
     return pb.GlobalFlags(
-        dir=str(data_dir.resolve()),
-        # gRPC is served without TLS (put a TLS-terminating proxy in front).
-        insecure_flags="tls",
+        # "tls": gRPC is served without TLS (a TLS-terminating proxy must sit in front).
+        insecure_flags="none" if tls else "tls",
         trust_keys_from_https=False,
     )
 
@@ -127,7 +130,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         try:
             record = await self.store.get(INSTANCE, pod_id)
         except StoreError as exc:
-            await abort(context, exc.code, str(exc))
+            await abort_store_error(context, exc)
         instance = None if record is None else InstanceRecord.from_bytes(record.data)
         if record is None or instance is None or not is_pod(instance):
             await abort(context, grpc.StatusCode.NOT_FOUND, f"pod {pod_id!r} not found")

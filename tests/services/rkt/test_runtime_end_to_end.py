@@ -126,7 +126,7 @@ def test_instances_on_nodes_are_pods_with_their_images(tmp_path):
 
             info = (await server.http.get("/v1/runtime/info", headers=auth)).json()["info"]
             assert info["api_version"] == "1.0.0-alpha"
-            assert info["global_flags"]["dir"] == str(tmp_path.resolve())
+            assert info["global_flags"]["insecure_flags"] == "tls"  # served without TLS
 
     run(scenario())
 

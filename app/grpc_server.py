@@ -56,10 +56,19 @@ def create_server(
     servicers: Mapping[str, object],
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     authenticate: Authenticate = refuse_every_call,
+    *,
+    shared_port: bool = False,
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
-    that has a servicer; returns it unstarted with the bound port."""
-    server = grpc.aio.server(interceptors=tuple(interceptors))
+    that has a servicer; returns it unstarted with the bound port.
+
+    ``shared_port`` lets other processes bind the same port (the workers of one server);
+    ``credentials`` serve TLS instead of plaintext. RuntimeError if the port cannot be bound.
+    """
+    server = grpc.aio.server(
+        interceptors=tuple(interceptors), options=[("grpc.so_reuseport", int(shared_port))]
+    )
     served: list[str] = []
     for service in registry.services:
         servicer = servicers.get(service.full_name)
@@ -84,7 +93,10 @@ def create_server(
     reflection.enable_server_reflection(
         (*registered, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    port = server.add_insecure_port(address)
+    if credentials is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, credentials)
     _HEALTH[server] = _Health(health_servicer, tuple(served))
     return server, port
 

@@ -9,7 +9,6 @@ import logging
 import multiprocessing
 import secrets
 import signal
-import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import timedelta
 from typing import Any
@@ -30,6 +29,7 @@ from app.gateway.errors import GatewayError
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
+from app.listeners import PortBusy, claimed_ports, http_socket
 from app.refusals import Rejected
 from app.services.edge.system import edge_system
 from app.services.kaas.demo import demo_job
@@ -41,6 +41,7 @@ from app.services.rkt.service import RuntimeService, global_flags
 from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
 from app.store import AlreadyExists, LeaderElection, ObjectStore, make_private_folder
+from app.tls import check_tls_files, grpc_credentials, uvicorn_tls
 
 log = logging.getLogger("portico")
 
@@ -73,6 +74,7 @@ class Portico:
 
     async def _start(self) -> None:
         settings = self.settings
+        check_tls_files(settings)
         make_private_folder(settings.data_dir)
         issuer = TokenIssuer(
             load_secret(settings.jwt_secret, settings.data_dir),
@@ -102,9 +104,17 @@ class Portico:
         )
         self.http_app = create_app(self.registry, servicers, options, ready=self.store_reachable)
         address = f"{settings.grpc_host}:{settings.grpc_port}"
-        self.grpc_server, self.grpc_port = create_server(
-            address, self.registry, servicers, authenticate=self._authenticate
-        )
+        try:
+            self.grpc_server, self.grpc_port = create_server(
+                address,
+                self.registry,
+                servicers,
+                authenticate=self._authenticate,
+                shared_port=settings.workers > 1,
+                credentials=grpc_credentials(settings),
+            )
+        except RuntimeError:
+            raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None
         await start(self.grpc_server)
 
     def _services(self, store: ObjectStore, gate: Gate) -> tuple[dict[str, object], list[Job]]:
@@ -287,13 +297,14 @@ async def run(settings: Settings) -> None:
         # Portico is the origin server; forwarded headers are not trusted unless asked for.
         proxy_headers=False,
         server_header=False,
+        **uvicorn_tls(settings),
     )
     http_server = uvicorn.Server(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, lambda: setattr(http_server, "should_exit", True))
-    http_base = f"http://{settings.http_host}:{settings.http_port}"
+    http_base = f"{'https' if settings.tls else 'http'}://{settings.http_host}:{settings.http_port}"
     log.info(
         "gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
         settings.grpc_host,
@@ -302,24 +313,10 @@ async def run(settings: Settings) -> None:
         http_base,
     )
     try:
-        await http_server.serve(sockets=[http_socket(settings.http_host, settings.http_port)])
+        listener = http_socket(settings.http_host, settings.http_port, shared=settings.workers > 1)
+        await http_server.serve(sockets=[listener])
     finally:
         await portico.stop()
-
-
-def http_socket(host: str, port: int) -> socket.socket:
-    """A listening socket that the server's workers share (SO_REUSEPORT), as gRPC does."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    # Accepted connections inherit this: a reply's head and body go out without waiting for
-    # the client's delayed ACK (Nagle's algorithm would hold the second write ~40 ms).
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 def _worker(settings: Settings) -> None:
@@ -360,9 +357,11 @@ def serve(settings: Settings) -> None:
     """Entry point of ``portico serve``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        if settings.workers > 1:
-            run_workers(settings)
-        else:
-            run_event_loop(run(settings))
+        check_tls_files(settings)
+        with claimed_ports(settings):
+            if settings.workers > 1:
+                run_workers(settings)
+            else:
+                run_event_loop(run(settings))
     except ConfigurationError as exc:
         raise SystemExit(f"portico: {exc}") from None

@@ -1,0 +1,127 @@
+"""The real ``portico serve`` in a subprocess, on free ports, for tests of the whole process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+
+from tests.harness import ADMIN_PASSWORD
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    """A port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for(what: str, check: Callable[[], T | None], timeout: float) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.05)
+
+
+@dataclass
+class Server:
+    """A ``portico serve`` process and where it listens."""
+
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+    http_port: int
+    grpc_port: int
+    scheme: str = "http"
+    log_path: Path = field(default_factory=Path)
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.http_port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, verify: object = True) -> None:
+        """Wait until /readyz answers 200 (or fail with the server's output)."""
+
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"portico exited early:\n{self.log()}")
+            try:
+                reply = httpx.get(f"{self.base_url}/readyz", verify=verify, timeout=1)  # type: ignore[arg-type]
+            except httpx.TransportError:
+                return False
+            return reply.status_code == 200
+
+        wait_for("the server answers /readyz", ready, START_TIMEOUT)
+
+    def stop(self) -> int:
+        """SIGTERM, then wait for the exit; SIGKILL if it hangs. Returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.process.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (every worker), as a crash would."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=20)
+
+
+def start_server(
+    data_dir: Path,
+    *,
+    http_port: int | None = None,
+    grpc_port: int | None = None,
+    env: Mapping[str, str] = {},
+    args: tuple[str, ...] = (),
+    scheme: str = "http",
+) -> Server:
+    """Start ``portico serve`` (not waiting for it); its output goes to a file in ``data_dir``'s
+    parent."""
+    http_port = http_port or free_port()
+    grpc_port = grpc_port or free_port()
+    log_path = data_dir.parent / f"{data_dir.name}-{http_port}.log"
+    environment = {
+        **os.environ,
+        "PORTICO_DATA_DIR": str(data_dir),
+        "PORTICO_HTTP_PORT": str(http_port),
+        "PORTICO_GRPC_PORT": str(grpc_port),
+        "PORTICO_ADMIN_PASSWORD": ADMIN_PASSWORD,
+        "PORTICO_PASSWORD_HASH_COST": "16",
+        "PORTICO_SIM_NODES": "0",
+        **env,
+    }
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve", *args],
+            cwd=ROOT,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: kill() reaches every worker
+        )
+    return Server(process, data_dir, http_port, grpc_port, scheme, log_path)

@@ -33,6 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--grpc-port", type=int, help="gRPC port (PORTICO_GRPC_PORT)")
     serve.add_argument("--data-dir", type=Path, help="state folder (PORTICO_DATA_DIR)")
     serve.add_argument("--workers", type=int, help="server processes (PORTICO_WORKERS)")
+    serve.add_argument("--tls-cert", help="PEM certificate chain for both ports (PORTICO_TLS_CERT)")
+    serve.add_argument("--tls-key", help="PEM private key of --tls-cert (PORTICO_TLS_KEY)")
+    serve.add_argument(
+        "--tls-client-ca",
+        help="require gRPC clients to present a certificate signed by this PEM CA "
+        "(PORTICO_TLS_CLIENT_CA)",
+    )
     serve.add_argument(
         "--demo", action="store_const", const=True, help="fill every service with a small world"
     )

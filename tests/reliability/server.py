@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -59,14 +60,14 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_ready(self, verify: object = True) -> None:
+    def wait_ready(self, verify: ssl.SSLContext | bool = True) -> None:
         """Wait until /readyz answers 200 (or fail with the server's output)."""
 
         def ready() -> bool:
             if self.process.poll() is not None:
                 raise AssertionError(f"portico exited early:\n{self.log()}")
             try:
-                reply = httpx.get(f"{self.base_url}/readyz", verify=verify, timeout=1)  # type: ignore[arg-type]
+                reply = httpx.get(f"{self.base_url}/readyz", verify=verify, timeout=1)
             except httpx.TransportError:
                 return False
             return reply.status_code == 200

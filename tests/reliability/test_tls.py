@@ -1,0 +1,99 @@
+"""Item 12: TLS on both transports from real certificates, and client certificates on gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import ssl
+
+import grpc
+import httpx
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+import gen  # noqa: F401
+from app.config import ConfigurationError, Settings
+from app.tls import check_tls_files
+from tests.harness import ADMIN_PASSWORD
+from tests.reliability.certificates import Authority, Issued
+from tests.reliability.server import start_server
+
+from services.auth import auth_pb2, auth_pb2_grpc
+
+
+def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path):
+    servers = Authority(tmp_path / "pki", "Server CA")
+    clients = Authority(tmp_path / "pki", "Client CA")
+    server_cert = servers.issue("portico", server=True)
+    client_cert = clients.issue("edge-tool", server=False)
+    stranger = Authority(tmp_path / "pki", "Other CA").issue("stranger", server=False)
+    server = start_server(
+        tmp_path / "data",
+        args=(
+            "--tls-cert",
+            str(server_cert.cert_path),
+            "--tls-key",
+            str(server_cert.key_path),
+            "--tls-client-ca",
+            str(clients.issued.cert_path),
+        ),
+        scheme="https",
+    )
+    try:
+        verify = ssl.create_default_context(cafile=servers.issued.cert_path)
+        server.wait_ready(verify=verify)
+        # REST: TLS only (browsers have no client certificates), verified against the CA.
+        login = {"username": "admin", "password": ADMIN_PASSWORD}
+        reply = httpx.post(f"{server.base_url}/v1/auth:login", json=login, verify=verify)
+        assert reply.status_code == 200
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{server.http_port}/readyz", timeout=5)
+
+        address = f"127.0.0.1:{server.grpc_port}"
+        trusted = servers.issued.cert_pem
+        token, refused = asyncio.run(_grpc_calls(address, trusted, client_cert, stranger))
+        assert token
+        assert refused == [grpc.StatusCode.UNAVAILABLE] * 3
+    finally:
+        assert server.stop() == 0
+
+
+async def _grpc_calls(
+    address: str, trusted: bytes, client: Issued, stranger: Issued
+) -> tuple[str, list[grpc.StatusCode]]:
+    """A login with a client certificate; health checks without TLS, without a client
+    certificate, and with one from a CA the server does not trust."""
+    credentials = grpc.ssl_channel_credentials(trusted, client.key_pem, client.cert_pem)
+    async with grpc.aio.secure_channel(address, credentials) as channel:
+        stub = auth_pb2_grpc.AuthServiceStub(channel)
+        request = auth_pb2.LoginRequest(username="admin", password=ADMIN_PASSWORD)
+        token = (await stub.Login(request, timeout=10)).token
+    refused = []
+    for channel in (
+        grpc.aio.insecure_channel(address),
+        grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(trusted)),
+        grpc.aio.secure_channel(
+            address, grpc.ssl_channel_credentials(trusted, stranger.key_pem, stranger.cert_pem)
+        ),
+    ):
+        async with channel:
+            try:
+                await health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(), timeout=5
+                )
+                refused.append(grpc.StatusCode.OK)
+            except grpc.aio.AioRpcError as error:
+                refused.append(error.code())
+    return token, refused
+
+
+def test_a_key_that_does_not_match_its_certificate_stops_the_start(tmp_path):
+    authority = Authority(tmp_path, "Some CA")
+    one, other = authority.issue("one", server=True), authority.issue("other", server=True)
+    settings = Settings(tls_cert=str(one.cert_path), tls_key=str(other.key_path))
+    with pytest.raises(ConfigurationError, match=r"^PORTICO_TLS_CERT/PORTICO_TLS_KEY: "):
+        check_tls_files(settings)
+    with pytest.raises(ConfigurationError, match=r"^PORTICO_TLS_KEY: must be set too"):
+        dataclasses.replace(settings, tls_key="")
+    with pytest.raises(ConfigurationError, match=r"^PORTICO_TLS_CLIENT_CA: needs TLS"):
+        Settings(tls_client_ca=str(authority.issued.cert_path))

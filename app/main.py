@@ -20,7 +20,6 @@ from starlette.types import ASGIApp
 from app.auth.gate import Gate
 from app.auth.passwords import PasswordHasher
 from app.auth.service import AuthService
-from app.auth.throttle import LoginThrottle
 from app.auth.tokens import TokenIssuer, load_secret
 from app.codegen import portico_openapi
 from app.config import ConfigurationError, Settings
@@ -87,7 +86,7 @@ class Portico:
         )
         hasher = PasswordHasher(cost=settings.password_hash_cost)
         await bootstrap_admin(self.store, hasher, settings.admin_password)
-        self.gate = Gate(self.store, issuer, hasher, LoginThrottle())
+        self.gate = Gate(self.store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
         servicers, jobs = self._services(self.store, self.gate)
         self.servicers = servicers
         self._background = asyncio.create_task(run_while_leader(self.store, jobs))
@@ -225,13 +224,15 @@ async def _supervised(job: Job, restart_delay: float = 1.0) -> None:
 
 
 def purge_expired_revocations(store: ObjectStore, every_seconds: float = 600.0) -> Job:
-    """A job that forgets revocations of tokens that have expired anyway."""
+    """A job that forgets revocations of tokens that have expired anyway, and failed-login
+    counts with nothing left to remember."""
 
     async def purge() -> None:
         while True:
             removed = await store.purge_expired_revocations()
             if removed:
                 log.info("forgot %d revocation(s) of expired tokens", removed)
+            await store.login_attempts.forget_stale()
             await asyncio.sleep(every_seconds)
 
     return purge

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import re
 import time
 from collections import OrderedDict
@@ -20,13 +21,17 @@ from datetime import UTC, datetime
 import grpc
 
 from app.auth import policy
+from app.auth.client_address import client_address, trusted_networks
 from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
-from app.auth.throttle import LoginThrottle
+from app.auth.throttle import LoginThrottle, Throttled
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
 from app.callers import Caller, current_caller
 from app.refusals import Rejected, Violations
 from app.shared_calls import SharedCalls
 from app.store import ObjectStore
+
+# Failed logins, lockouts and attempts on disabled accounts: one line each, for the operator.
+audit = logging.getLogger("portico.audit")
 
 USERNAME = re.compile(r"^[A-Za-z0-9_-]{3,24}$")
 BAD_CREDENTIALS = "invalid username or password"
@@ -48,13 +53,15 @@ class Gate:
         hasher: PasswordHasher,
         throttle: LoginThrottle | None = None,
         *,
+        trusted_proxies: Iterable[str] = (),
         cache_size: int = 10_000,
         recheck_seconds: float = 1.0,
     ) -> None:
         self.store = store
         self.issuer = issuer
         self.hasher = hasher
-        self.throttle = throttle or LoginThrottle()
+        self.throttle = throttle or LoginThrottle(store.login_attempts)
+        self.trusted_proxies = trusted_networks(trusted_proxies)
         self.cache_size = cache_size
         self.recheck_seconds = recheck_seconds
         self._cache: OrderedDict[str, _Verified] = OrderedDict()
@@ -62,7 +69,9 @@ class Gate:
         # check answers them all.
         self._checks: SharedCalls[Caller] = SharedCalls()
 
-    async def login(self, username: str, password: str, client: str) -> tuple[str, Claims]:
+    async def login(
+        self, username: str, password: str, client: str, request_id: str = ""
+    ) -> tuple[str, Claims]:
         """A fresh token for valid credentials; Rejected otherwise (same answer for any miss)."""
         found = Violations()
         found.check(
@@ -77,28 +86,50 @@ class Gate:
         )
         if found:
             raise Rejected.invalid(found)
-        keys = (f"user:{username.lower()}", f"client:{client}")
-        wait = self.throttle.retry_after(keys)
-        if wait > 0:
+        keys = self.throttle.keys(username, client)
+        try:
+            await self.throttle.reserve(keys)
+        except Throttled as throttled:
+            wait = throttled.refusal.retry_after
             raise Rejected(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"too many failed logins; try again in {int(wait) + 1} s",
                 retry_after=wait,
+            ) from None
+        seen = f"user={username} address={client} request_id={request_id}"
+        try:
+            account = await self.store.get_account(username)
+            # Hash checks run in a thread: they are slow by design and must not stall the loop.
+            if account is None or not account.enabled:
+                await asyncio.to_thread(self.hasher.burn, password)
+                ok = False
+            else:
+                ok = await asyncio.to_thread(self.hasher.verify, password, account.password_hash)
+        except BaseException:
+            self.throttle.release(keys)  # the reserved attempt stays counted as a failure
+            raise
+        lockouts = await self.throttle.settle(keys, ok)
+        if account is not None and not account.enabled:
+            audit.warning("login refused, account disabled: %s", seen)
+        elif not ok:
+            reason = "no such account" if account is None else "wrong password"
+            audit.warning("login failed (%s): %s", reason, seen)
+        for lockout in lockouts:
+            audit.warning(
+                "login lockout of %s for %d s after repeated failures: %s",
+                lockout.key,
+                lockout.retry_after,
+                seen,
             )
-        account = await self.store.get_account(username)
-        # Hash checks run in a thread: they are slow by design and must not stall the loop.
-        if account is None or not account.enabled:
-            await asyncio.to_thread(self.hasher.burn, password)
-            ok = False
-        else:
-            ok = await asyncio.to_thread(self.hasher.verify, password, account.password_hash)
         if not ok or account is None:
-            self.throttle.failed(keys)
             raise Rejected(grpc.StatusCode.UNAUTHENTICATED, BAD_CREDENTIALS)
-        self.throttle.succeeded(keys)
         return self.issuer.issue(
             account_id=str(account.id), username=account.username, role=account.role
         )
+
+    def client_address(self, peer: str, metadata: Iterable[tuple[str, str | bytes]]) -> str:
+        """The caller's address: the peer's, or the forwarded one from a trusted proxy."""
+        return client_address(peer, metadata, self.trusted_proxies)
 
     async def logout(self, caller: Caller) -> None:
         """Revoke the caller's token everywhere until it would have expired anyway."""

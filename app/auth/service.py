@@ -6,7 +6,7 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from app.auth.gate import Gate
-from app.callers import current_caller
+from app.callers import call_request_id, current_caller
 from app.refusals import Rejected
 from gen.resources.timestamp import timestamp_pb2 as portico_timestamp
 from gen.services.auth import auth_pb2, auth_pb2_grpc
@@ -22,8 +22,9 @@ class AuthService(auth_pb2_grpc.AuthServiceServicer):
         self, request: auth_pb2.LoginRequest, context: grpc.aio.ServicerContext
     ) -> auth_pb2.LoginResponse:
         try:
+            client = self.gate.client_address(context.peer(), context.invocation_metadata() or ())
             token, claims = await self.gate.login(
-                request.username, request.password, client_address(context.peer())
+                request.username, request.password, client, call_request_id(context)
             )
         except Rejected as rejected:
             await context.abort_with_status(rejected.status())
@@ -47,13 +48,3 @@ class AuthService(auth_pb2_grpc.AuthServiceServicer):
         self, request: auth_pb2.CheckTokenRequest, context: grpc.aio.ServicerContext
     ) -> auth_pb2.CheckTokenResponse:
         return auth_pb2.CheckTokenResponse(success=await self.gate.check(request.token))
-
-
-def client_address(peer: str) -> str:
-    """The address part of a gRPC peer string (``ipv4:10.0.0.1:5000`` → ``10.0.0.1``)."""
-    kind, _, rest = peer.partition(":")
-    if kind == "ipv6":
-        return rest.rsplit(":", 1)[0].strip("[]")
-    if kind == "ipv4":
-        return rest.rsplit(":", 1)[0]
-    return peer

@@ -61,13 +61,18 @@ def request_id(headers: Headers) -> str:
     return f"{_REQUEST_PREFIX}{next(_request_numbers):016x}"
 
 
+_PASSED_HEADERS = frozenset({b"authorization", b"x-forwarded-for", b"forwarded"})
+
+
 def metadata(headers: Headers, request_id: str) -> tuple[Metadata, float | None]:
     """gRPC metadata and the deadline from HTTP headers (ASGI names them in lower case)."""
     found: list[tuple[str, str | bytes]] = [("x-request-id", request_id)]
     deadline = None
     for raw_key, raw_value in headers.items():
-        if raw_key == b"authorization":
-            found.append(("authorization", raw_value.decode("latin-1")))
+        if raw_key in _PASSED_HEADERS:
+            # As gRPC metadata carries every header: the gate decides whether to believe the
+            # forwarding ones (PORTICO_TRUSTED_PROXIES).
+            found.append((raw_key.decode(), raw_value.decode("latin-1")))
         elif raw_key.startswith(b"grpc-"):
             key = raw_key.decode("latin-1")
             value = raw_value.decode("latin-1")

@@ -26,6 +26,7 @@ from app.store import accounts
 from app.store.database import Database, TransactionRunner, call_mapped
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
 from app.store.errors import AlreadyExists, Conflict, NotFound
+from app.store.login_attempts import LoginAttempts
 from app.store.schema import ensure_schema
 from app.store.tables import (
     COMPACTED_REVISION,
@@ -331,6 +332,7 @@ class ObjectStore:
     ) -> None:
         self.database = database
         self.compaction_age = compaction_age
+        self.login_attempts = LoginAttempts(database)
         self._feed = RevisionFeed(database, call_mapped(self._head_sync), poll_interval)
 
     @classmethod

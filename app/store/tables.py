@@ -140,7 +140,31 @@ class StoreMeta(SQLModel, table=True):
     value: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
-STORE_TABLES = (Account, RevokedToken, StoredObject, EventLogEntry, SchemaVersion, StoreMeta)
+class LoginAttempt(SQLModel, table=True):
+    """Failed logins counted under one throttle key (a user at an address, or an address), so
+    every worker and replica sees the same counts. A new table: created on start by any
+    version that knows it, ignored by older ones, so it needs no schema version."""
+
+    __tablename__ = "login_attempt"
+
+    key: str = Field(sa_column=Column(String(200), primary_key=True))
+    failures: int = Field(sa_column=Column(Integer, nullable=False))
+    window_start: datetime = _timestamp()
+    locked_until: datetime = _timestamp()
+    # Lockouts in a row: each one lasts twice as long as the one before.
+    strikes: int = Field(sa_column=Column(Integer, nullable=False))
+    last_failure: datetime = _timestamp(index=True)
+
+
+STORE_TABLES = (
+    Account,
+    RevokedToken,
+    StoredObject,
+    EventLogEntry,
+    SchemaVersion,
+    StoreMeta,
+    LoginAttempt,
+)
 COMPACTED_REVISION = "compacted_revision"
 
 

@@ -1,0 +1,92 @@
+"""Every create the server acknowledged is there after it is killed (SIGKILL) mid-writes and
+started again, on SQLite and on PostgreSQL: the real ``portico serve``, killed as a crash would."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import httpx
+
+from tests.harness import ADMIN_PASSWORD
+from tests.reliability.server import Server, start_server, wait_for
+
+WRITERS = 4
+ACKNOWLEDGED_BEFORE_KILL = 40
+
+
+def test_acknowledged_creates_survive_a_sigkill(tmp_path: Path, store_url: str):
+    env = {"PORTICO_DATABASE_URL": store_url}
+    server = start_server(tmp_path / "data", env=env)
+    acknowledged: list[str] = []
+    try:
+        server.wait_ready()
+        token = _login(server)
+        lock = threading.Lock()
+
+        def write(writer: int) -> None:
+            with httpx.Client(base_url=server.base_url, timeout=10) as http:
+                for n in range(10_000):
+                    name = f"op-{writer}-{n}"
+                    try:
+                        reply = http.post(
+                            "/create/operator",
+                            json={"key": {"name": name}},
+                            headers={"authorization": f"Bearer {token}"},
+                        )
+                    except httpx.TransportError:
+                        return  # the server is gone: this create was never acknowledged
+                    assert reply.status_code == 200, reply.text
+                    with lock:
+                        acknowledged.append(name)
+
+        writers = [threading.Thread(target=write, args=(i,)) for i in range(WRITERS)]
+        for thread in writers:
+            thread.start()
+        wait_for(
+            f"{ACKNOWLEDGED_BEFORE_KILL} acknowledged creates",
+            lambda: len(acknowledged) >= ACKNOWLEDGED_BEFORE_KILL,
+            60,
+        )
+        server.kill()  # while the writers keep writing: most likely mid-transaction
+        for thread in writers:
+            thread.join(timeout=30)
+    finally:
+        server.kill()
+
+    restarted = start_server(tmp_path / "data", env=env)
+    try:
+        restarted.wait_ready()
+        stored = _operators(restarted, _login(restarted))
+    finally:
+        assert restarted.stop() == 0
+    missing = sorted(set(acknowledged) - stored)
+    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged creates lost"
+    if store_url.startswith("sqlite"):
+        with contextlib.closing(sqlite3.connect(store_url.removeprefix("sqlite:///"))) as db:
+            assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+def _login(server: Server) -> str:
+    reply = httpx.post(
+        f"{server.base_url}/v1/auth:login",
+        json={"username": "admin", "password": ADMIN_PASSWORD},
+        timeout=10,
+    )
+    assert reply.status_code == 200, reply.text
+    return str(reply.json()["token"])
+
+
+def _operators(server: Server, token: str) -> set[str]:
+    reply = httpx.post(
+        f"{server.base_url}/show/operator",
+        json={},
+        headers={"authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert reply.status_code == 200, reply.text
+    lines = [json.loads(line) for line in reply.text.splitlines() if line.strip()]
+    return {line["result"]["key"]["name"] for line in lines}

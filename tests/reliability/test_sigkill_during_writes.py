@@ -15,7 +15,7 @@ from tests.harness import ADMIN_PASSWORD
 from tests.reliability.server import Server, start_server, wait_for
 
 WRITERS = 4
-ACKNOWLEDGED_BEFORE_KILL = 40
+ACKNOWLEDGED_BEFORE_KILL = 20
 
 
 def test_acknowledged_creates_survive_a_sigkill(tmp_path: Path, store_url: str):

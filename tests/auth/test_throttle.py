@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+import dataclasses
 
 import pytest
 
-from app.auth.throttle import LoginThrottle, Throttled
+from app.auth.throttle import USER_AT_ADDRESS, LoginThrottle, Throttled
 from app.store import ObjectStore
-from app.store.login_attempts import Limit
 
-LIMIT = Limit(
-    max_failures=3,
-    window=timedelta(seconds=60),
-    lockout=timedelta(seconds=30),
-    max_lockout=timedelta(seconds=100),
-    forget_on_success=True,
-)
+LIMIT = dataclasses.replace(USER_AT_ADDRESS, max_failures=3)
 
 
 def test_attempts_in_flight_are_capped_before_any_await(tmp_path):

@@ -45,6 +45,11 @@ class AgentOptions:
     password: str
     cert_dir: Path
     interval: float
+    # TLS: the CA that signed the server's certificate, and a client certificate with its key
+    # (for a server started with --tls-client-ca). None of them: plaintext gRPC.
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
 
 
 def add_node_agent_command(commands: Any) -> None:
@@ -82,6 +87,12 @@ def add_node_agent_command(commands: Any) -> None:
         help="folder of <name>.crt/<name>.key, created if missing (PORTICO_NODE_CERT_DIR)",
     )
     agent.add_argument("--interval", type=float, default=5.0, help="seconds between status reports")
+    for flag, variable, text in (
+        ("--tls-ca", "PORTICO_NODE_TLS_CA", "PEM CA of the server's certificate: connect with TLS"),
+        ("--tls-cert", "PORTICO_NODE_TLS_CERT", "PEM client certificate for the server's CA"),
+        ("--tls-key", "PORTICO_NODE_TLS_KEY", "PEM key of --tls-cert"),
+    ):
+        agent.add_argument(flag, default=os.environ.get(variable, ""), help=f"{text} ({variable})")
     agent.set_defaults(run=run_node_agent)
 
 
@@ -98,6 +109,12 @@ def options_from(args: argparse.Namespace) -> AgentOptions:
         problems.append("--username and --password (or PORTICO_NODE_USERNAME/_PASSWORD) needed")
     if not args.interval > 0:
         problems.append("--interval: must be greater than 0")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        problems.append("--tls-cert and --tls-key: give both or neither")
+    for flag in ("tls_ca", "tls_cert", "tls_key"):
+        path = getattr(args, flag)
+        if path and not os.access(path, os.R_OK):
+            problems.append(f"--{flag.replace('_', '-')}: cannot read {path}")
     if problems:
         raise SystemExit("portico node-agent: " + "; ".join(problems))
     return AgentOptions(
@@ -110,6 +127,9 @@ def options_from(args: argparse.Namespace) -> AgentOptions:
         args.password,
         args.cert_dir,
         args.interval,
+        args.tls_ca,
+        args.tls_cert,
+        args.tls_key,
     )
 
 
@@ -146,9 +166,21 @@ async def _reports(options: AgentOptions, stop: asyncio.Event) -> AsyncIterator[
             await asyncio.wait_for(stop.wait(), options.interval)
 
 
+def open_channel(options: AgentOptions) -> grpc.aio.Channel:
+    """A channel to the server: TLS when a CA or a client certificate is given."""
+    if not (options.tls_ca or options.tls_cert):
+        return grpc.aio.insecure_channel(options.server)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=Path(options.tls_ca).read_bytes() if options.tls_ca else None,
+        private_key=Path(options.tls_key).read_bytes() if options.tls_key else None,
+        certificate_chain=Path(options.tls_cert).read_bytes() if options.tls_cert else None,
+    )
+    return grpc.aio.secure_channel(options.server, credentials)
+
+
 async def serve_node(options: AgentOptions, certificate: str, stop: asyncio.Event) -> None:
     """One session: log in, register, stream status until ``stop`` is set."""
-    async with grpc.aio.insecure_channel(options.server) as channel:
+    async with open_channel(options) as channel:
         login = await auth_pb2_grpc.AuthServiceStub(channel).Login(
             auth_pb2.LoginRequest(username=options.username, password=options.password)
         )

@@ -52,6 +52,8 @@ class Server:
     grpc_port: int
     scheme: str = "http"
     log_path: Path = field(default_factory=Path)
+    # The PORTICO_* variables it was started with (so a CLI command can use the same store).
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -105,8 +107,7 @@ def start_server(
     http_port = http_port or free_port()
     grpc_port = grpc_port or free_port()
     log_path = data_dir.parent / f"{data_dir.name}-{http_port}.log"
-    environment = {
-        **os.environ,
+    settings = {
         "PORTICO_DATA_DIR": str(data_dir),
         "PORTICO_HTTP_PORT": str(http_port),
         "PORTICO_GRPC_PORT": str(grpc_port),
@@ -119,10 +120,10 @@ def start_server(
         process = subprocess.Popen(
             [sys.executable, "-m", "app", "serve", *args],
             cwd=ROOT,
-            env=environment,
+            env={**os.environ, **settings},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches every worker
         )
-    return Server(process, data_dir, http_port, grpc_port, scheme, log_path)
+    return Server(process, data_dir, http_port, grpc_port, scheme, log_path, settings)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import ssl
+import subprocess
+import sys
+from pathlib import Path
 
 import grpc
 import httpx
@@ -16,7 +20,7 @@ from app.config import ConfigurationError, Settings
 from app.tls import check_tls_files
 from tests.harness import ADMIN_PASSWORD
 from tests.reliability.certificates import Authority, Issued
-from tests.reliability.server import start_server
+from tests.reliability.server import ROOT, START_TIMEOUT, Server, start_server, wait_for
 
 from services.auth import auth_pb2, auth_pb2_grpc
 
@@ -54,6 +58,14 @@ def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path)
         token, refused = asyncio.run(_grpc_calls(address, trusted, client_cert, stranger))
         assert token
         assert refused == [grpc.StatusCode.UNAVAILABLE] * 3
+        # A node agent connects with the server's CA and a client certificate.
+        node_cert = clients.issue("edge-1", server=False)
+        agent_flags = (
+            f"--tls-ca={servers.issued.cert_path}",
+            f"--tls-cert={node_cert.cert_path}",
+            f"--tls-key={node_cert.key_path}",
+        )
+        assert "registered" in _node_agent_registers(server, agent_flags, tmp_path)
     finally:
         assert server.stop() == 0
 
@@ -85,6 +97,51 @@ async def _grpc_calls(
             except grpc.aio.AioRpcError as error:
                 refused.append(error.code())
     return token, refused
+
+
+def _node_agent_registers(server: Server, flags: tuple[str, ...], tmp_path: Path) -> str:
+    """Add a node account with the CLI, run ``portico node-agent`` until it has registered;
+    returns what it printed."""
+    env = {**os.environ, **server.env, "PORTICO_NODE_USERNAME": "edge-1"}
+    subprocess.run(
+        [sys.executable, "-m", "app", "users", "add", "edge-1", "--role", "node"],
+        input="agent-password\n",
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    output = tmp_path / "agent.log"
+    with open(output, "wb") as log:
+        agent = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "app",
+                "node-agent",
+                "--cpu=1",
+                "--memory=64",
+                "--disk=1",
+                f"--server=127.0.0.1:{server.grpc_port}",
+                f"--cert-dir={tmp_path / 'node'}",
+                *flags,
+            ],
+            env={**env, "PORTICO_NODE_PASSWORD": "agent-password"},
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        return wait_for(
+            "the node agent registers over TLS",
+            lambda: "node edge-1:" in output.read_text() and output.read_text(),
+            START_TIMEOUT,
+        )
+    finally:
+        agent.terminate()
+        agent.wait(timeout=20)
 
 
 def test_a_key_that_does_not_match_its_certificate_stops_the_start(tmp_path):

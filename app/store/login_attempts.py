@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, delete, insert, select, update
 
 from app.store.database import Database
-from app.store.tables import LoginAttempt, utc_now
+from app.store.tables import LoginAttempt, core_table, utc_now
 
-_attempts = LoginAttempt.__table__
+_attempts = core_table(LoginAttempt)
 # Lockouts in a row are remembered this long after the last failure, then forgiven.
 STRIKE_MEMORY = timedelta(days=1)
 

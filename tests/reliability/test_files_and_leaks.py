@@ -10,10 +10,8 @@ from pathlib import Path
 
 import grpc
 
-import gen  # noqa: F401
+from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import run, running
-
-from cnct.kaas.api import api_pb2, api_pb2_grpc
 
 
 def _mode(path: Path) -> int:

@@ -13,11 +13,9 @@ from collections.abc import AsyncIterator
 import grpc
 import httpx
 
-import gen  # noqa: F401
 from app.auth.passwords import PasswordHasher
+from gen.services.auth import auth_pb2, auth_pb2_grpc
 from tests.harness import ADMIN_PASSWORD, Running, run, running
-
-from services.auth import auth_pb2, auth_pb2_grpc
 
 WRONG = {"username": "admin", "password": "wrong-password"}
 RIGHT = {"username": "admin", "password": ADMIN_PASSWORD}

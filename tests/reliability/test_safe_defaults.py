@@ -8,7 +8,6 @@ from pathlib import Path
 import grpc
 import httpx
 
-import gen  # noqa: F401
 from app.gateway.admission import NO_AUTH
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
@@ -18,10 +17,9 @@ from app.services.kudo.records import NODE
 from app.services.kudo.service import NodeService
 from app.sim.clock import SimClock
 from app.store import ObjectStore
-
-from cnct.kaas.api import api_pb2, api_pb2_grpc
-from scheduler import scheduler_pb2 as pb
-from scheduler import scheduler_pb2_grpc as pb_grpc
+from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
+from gen.scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 
 REGISTRY = Registry.from_package("gen")
 

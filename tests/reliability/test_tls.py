@@ -15,14 +15,12 @@ import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-import gen  # noqa: F401
 from app.config import ConfigurationError, Settings
 from app.tls import check_tls_files
+from gen.services.auth import auth_pb2, auth_pb2_grpc
 from tests.harness import ADMIN_PASSWORD
 from tests.reliability.certificates import Authority, Issued
 from tests.reliability.server import ROOT, START_TIMEOUT, Server, start_server, wait_for
-
-from services.auth import auth_pb2, auth_pb2_grpc
 
 
 def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path):

@@ -16,7 +16,8 @@ from typing import Any
 
 Rule = Callable[[str, Any], None]
 
-# Kept in step with app/auth/passwords.py (which the auth package owns; config imports nothing).
+# Kept in step with app/auth/passwords.py: the services read settings, and the import contracts
+# keep them from reaching the auth package through this module.
 _MIN_PASSWORD_BYTES = 6
 _MAX_PASSWORD_BYTES = 70
 _MIN_SECRET_BYTES = 32  # HS256 wants a key as long as its hash

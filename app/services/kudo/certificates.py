@@ -1,8 +1,17 @@
-"""Node identity: a node registers with a PEM X.509 certificate; its subject CN is the node id.
+"""Node identity: what a node registers with, and the node id it names.
 
-A node's certificate is self-signed (there is no CA yet): the scheduler checks that it parses,
-names a node and is within its validity period, and remembers its SHA-256 fingerprint so that
-another certificate cannot take over a registered node id.
+Three forms, all read by :func:`read_node_identity`:
+
+- A PEM X.509 certificate (what ``portico node-agent`` sends): the node id is its subject CN.
+  It may be self-signed: the scheduler checks that it parses, names a node and is within its
+  validity period, and remembers its SHA-256 fingerprint so that another certificate cannot take
+  over a registered node id.
+- An opaque node identifier, as the original node agent sent in the ``certificate`` field: a UUID
+  (any case; kept in its canonical lower-case form) or a DNS label. It is the node id itself;
+  registering it again is idempotent, and a certificate cannot take the id over (nor it a
+  certificate's).
+- The client certificate of a gRPC connection, when the server runs TLS with client CAs and gRPC
+  verified it (:func:`verified_peer_certificate`): it stands in for an empty ``certificate``.
 """
 
 from __future__ import annotations
@@ -10,6 +19,8 @@ from __future__ import annotations
 import datetime
 import hashlib
 import re
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -55,6 +66,40 @@ def _node_id(certificate: x509.Certificate) -> str:
             f"certificate CN {node_id!r} is not a DNS label ([a-z0-9-], at most 63 characters)"
         )
     return node_id
+
+
+def read_node_identity(text: str, now: datetime.datetime | None = None) -> NodeCertificate:
+    """The node id and fingerprint of a PEM certificate or an opaque node identifier."""
+    if "-----BEGIN" in text:
+        return read_node_certificate(text, now)
+    candidate = text.strip()
+    try:
+        node_id = str(uuid.UUID(candidate)) if len(candidate) == 36 else None
+    except ValueError:
+        node_id = None
+    if node_id is None:
+        if len(candidate) > 63 or not _NODE_ID.match(candidate):
+            raise InvalidCertificate(
+                "certificate is neither a PEM-encoded X.509 certificate nor a node identifier "
+                "(a UUID, or a DNS label: [a-z0-9-], at most 63 characters)"
+            )
+        node_id = candidate
+    # Not a hash of a credential: the identifier is its own proof (the account binding and the
+    # bearer token guard it), and this keeps certificates and identifiers from taking each
+    # other's ids over.
+    return NodeCertificate(node_id, f"node-id:{node_id}")
+
+
+def verified_peer_certificate(auth_context: Mapping[str, Sequence[bytes]]) -> str | None:
+    """The PEM client certificate gRPC verified on this call's TLS connection, if there is one.
+
+    gRPC only offers ``x509_pem_cert`` once the handshake checked it against the client CAs the
+    server was configured with; plaintext connections and REST calls have none.
+    """
+    if list(auth_context.get("transport_security_type", ())) != [b"ssl"]:
+        return None
+    certificates = auth_context.get("x509_pem_cert") or ()
+    return certificates[0].decode() if certificates else None
 
 
 def read_node_certificate(pem: str, now: datetime.datetime | None = None) -> NodeCertificate:

@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator
 import grpc
 
 from app.services.kudo.errors import SchedulerError
-from app.services.kudo.lifecycle import IllegalTransition, after_request
+from app.services.kudo.lifecycle import IllegalTransition, after_request, is_repeat
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import FINAL, INSTANCE, InstanceRecord, capacity_of
 from app.sim.clock import Clock
-from app.store import Conflict, EventType, NotFound, ObjectStore
+from app.store import AlreadyExists, Conflict, EventType, NotFound, ObjectStore
 from gen.scheduler import scheduler_pb2 as pb
 
 ATTEMPTS = 5
@@ -37,11 +37,14 @@ def describe_need(limit: Capacity) -> str:
 async def create_instance(
     store: ObjectStore, message: pb.Instance, clock: Clock
 ) -> tuple[InstanceRecord, int]:
-    """Record a new (validated) instance as SCHEDULING; returns it and its revision."""
+    """Record a new (validated) instance as SCHEDULING; returns it and its revision.
+
+    The client's id is kept when it chose one (AlreadyExists if it is taken), else a UUID.
+    """
     limit = capacity_of(message.resource.limit)
     now = time.time_ns()
     record = InstanceRecord(
-        id=str(uuid.uuid4()),
+        id=message.id or str(uuid.uuid4()),
         name=message.name,
         uri=message.uri,
         environment=tuple(message.environnement),
@@ -54,7 +57,10 @@ async def create_instance(
         at_ns=now,
         step=clock.now(),
     )
-    stored = await store.create(INSTANCE, record.id, record.to_bytes())
+    try:
+        stored = await store.create(INSTANCE, record.id, record.to_bytes())
+    except AlreadyExists as exc:
+        raise AlreadyExists(f"instance {record.id!r} already exists; choose another id") from exc
     return record, stored.revision
 
 
@@ -69,9 +75,14 @@ async def get_instance(store: ObjectStore, instance_id: str) -> tuple[InstanceRe
 async def request_transition(
     store: ObjectStore, instance_id: str, request: str, clock: Clock
 ) -> InstanceRecord:
-    """Apply ``start``/``stop``/``destroy``; FAILED_PRECONDITION names the state that forbids it."""
+    """Apply ``start``/``stop``/``destroy``; FAILED_PRECONDITION names the state that forbids it.
+
+    A repeat of a request that already took effect returns the instance unchanged.
+    """
     for _ in range(ATTEMPTS):
         instance, revision = await get_instance(store, instance_id)
+        if is_repeat(instance.status, request):
+            return instance
         try:
             target = after_request(instance.status, request)
         except IllegalTransition as exc:

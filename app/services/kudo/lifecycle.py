@@ -4,6 +4,9 @@
 ``Stop``: RUNNING or STARTING → STOPPING → STOPPED. ``Start``: STOPPED → STARTING → RUNNING.
 ``Destroy``: any state but DESTROYING and TERMINATED → DESTROYING → TERMINATED.
 A FAILED instance may only be destroyed; TERMINATED is final.
+A repeat of a request that already took effect or is under way (Stop on STOPPING or STOPPED,
+Destroy on DESTROYING or TERMINATED) changes nothing and is no error, as in the original: a
+controller retrying a call whose answer it lost must not see a failure.
 """
 
 from __future__ import annotations
@@ -21,6 +24,14 @@ REQUESTS: dict[str, tuple[frozenset[int], pb.Status]] = {
 }
 
 
+# request → the states in which it already took effect (or is taking effect): a no-op there.
+REPEATS: dict[str, frozenset[int]] = {
+    "start": frozenset(),
+    "stop": frozenset({pb.STOPPING, pb.STOPPED}),
+    "destroy": frozenset({pb.DESTROYING, pb.TERMINATED}),
+}
+
+
 class IllegalTransition(Exception):
     """The request is not allowed in the instance's current state."""
 
@@ -28,6 +39,11 @@ class IllegalTransition(Exception):
 def state_name(status: int) -> str:
     """The enum name of a status, for messages."""
     return pb.Status.Name(status)
+
+
+def is_repeat(current: pb.Status, request: str) -> bool:
+    """Whether ``request`` already took effect on an instance in ``current``."""
+    return current in REPEATS[request]
 
 
 def after_request(current: pb.Status, request: str) -> pb.Status:

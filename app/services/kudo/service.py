@@ -1,10 +1,12 @@
 """The container scheduler: ``scheduler.NodeService`` and ``scheduler.InstanceService``.
 
 Behaviour where SPEC is silent:
-- Node id = the certificate's subject CN (a DNS label). Re-registering with the same certificate
-  returns the same subnet; another certificate for a registered id is ALREADY_EXISTS (unregister
-  first). Expired or not-yet-valid certificates are INVALID_ARGUMENT. ``code`` is 0 on success;
-  every failure is a gRPC status instead.
+- Node id = the certificate's subject CN (a DNS label), or the opaque node identifier sent in its
+  place (see :mod:`app.services.kudo.certificates`). Over gRPC with TLS client certificates, an
+  empty ``certificate`` means the verified client certificate of the connection. Re-registering
+  with the same certificate returns the same subnet; another certificate for a registered id is
+  ALREADY_EXISTS (unregister first). Expired or not-yet-valid certificates are INVALID_ARGUMENT.
+  ``code`` is 0 on success; every failure is a gRPC status instead.
 - A node is schedulable while its latest report says RUNNING with a non-zero limit. One Status
   stream reports one node; unchanged reports are stored at most every quarter grace period. A
   node may report FAILED itself: its instances are rescheduled at once.
@@ -14,8 +16,11 @@ Behaviour where SPEC is silent:
 - Instances of a lost node: DESTROYING ones finish as TERMINATED, those no remaining healthy node
   could ever hold are FAILED, the rest return to SCHEDULING and are placed again (a stopped one
   stays stopped). Unregister frees the node's subnet.
-- Create ignores the output fields ``status``, ``ip`` and ``resource.usage`` but refuses an ``id``
-  (the scheduler assigns a UUID). Names need not be unique: the id identifies an instance.
+- Create ignores the output fields ``status``, ``ip`` and ``resource.usage``. It keeps an ``id``
+  the client chose (as the original controller does; taken → ALREADY_EXISTS) and assigns a UUID
+  when it is empty. Names need not be unique: the id identifies an instance.
+- Stop on a STOPPING/STOPPED instance and Destroy on a DESTROYING/TERMINATED one answer OK and
+  change nothing (retries); other illegal transitions are FAILED_PRECONDITION.
 - STOPPED instances keep their node, address and reservation; Start resumes them there.
 - A ``node`` account speaks for one node only, the one named like the account (as Kubernetes'
   NodeRestriction binds a kubelet to its Node): it may register a certificate with that CN,
@@ -35,7 +40,11 @@ from google.protobuf import empty_pb2
 
 from app.callers import Role, current_caller
 from app.services.kudo import instances, nodes
-from app.services.kudo.certificates import InvalidCertificate, read_node_certificate
+from app.services.kudo.certificates import (
+    InvalidCertificate,
+    read_node_identity,
+    verified_peer_certificate,
+)
 from app.services.kudo.errors import SchedulerError
 from app.services.kudo.validation import instance_violations
 from app.services.status import Violations, abort_invalid, abort_rejected, abort_store_error
@@ -85,14 +94,18 @@ class NodeService(pb_grpc.NodeServiceServicer):
     async def Register(
         self, request: pb.NodeRegisterRequest, context: grpc.aio.ServicerContext
     ) -> pb.NodeRegisterResponse:
-        if not request.certificate.strip():
+        presented = request.certificate
+        if not presented.strip():
+            presented = verified_peer_certificate(context.auth_context()) or ""
+        if not presented.strip():
             found = Violations()
             found.add(
-                "certificate", "is required (a PEM X.509 certificate whose CN is the node id)"
+                "certificate",
+                "is required (a PEM X.509 certificate whose CN is the node id, or the node id)",
             )
             await abort_invalid(context, found)
         try:
-            certificate = read_node_certificate(request.certificate)
+            certificate = read_node_identity(presented)
             _check_speaks_for(certificate.node_id)
             node, description = await nodes.register_node(self.store, certificate, self.subnet_pool)
         except InvalidCertificate as exc:

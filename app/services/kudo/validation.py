@@ -1,14 +1,21 @@
-"""Checks of scheduler requests: every problem of a request is reported at once, by field."""
+"""Checks of scheduler requests: every problem of a request is reported at once, by field.
+
+Instance ids and names follow what the original controller sent: it picks ids itself
+(``<workload>-<random>``) and names workloads in mixed case. Both are 1-63 characters of letters,
+digits, ``-``, ``_`` and ``.``, starting and ending with a letter or digit: safe in a URL path
+segment, a log line and a cgroup name. An empty id asks the scheduler for one (a UUID).
+"""
 
 from __future__ import annotations
 
 import re
 
 from app.services.kudo.images import InvalidReference, parse_reference
-from app.services.names import dns_label_problem
 from app.services.status import Violations
 from gen.scheduler import scheduler_pb2 as pb
 
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+MAX_IDENTIFIER = 63
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 MAX_PORTS = 64
 MAX_ENVIRONMENT = 256
@@ -17,10 +24,12 @@ MAX_ENVIRONMENT = 256
 def instance_violations(instance: pb.Instance) -> Violations:
     """What is wrong with an ``Instance`` given to ``Create`` (empty when it is fine)."""
     found = Violations()
-    found.check(not instance.id, "id", "is assigned by the scheduler; leave it empty")
-    problem = dns_label_problem(instance.name)
-    if problem:
-        found.add("name", problem)
+    if instance.id:
+        _check_identifier(found, "id", instance.id)
+    if instance.name:
+        _check_identifier(found, "name", instance.name)
+    else:
+        found.add("name", "is required")
     found.check(instance.type in pb.Type.values(), "type", f"unknown instance type {instance.type}")
     try:
         parse_reference(instance.uri)
@@ -58,3 +67,12 @@ def instance_violations(instance: pb.Instance) -> Violations:
             "must be NAME=value with NAME of letters, digits and _ (not starting with a digit)",
         )
     return found
+
+
+def _check_identifier(found: Violations, path: str, value: str) -> None:
+    found.check(
+        len(value) <= MAX_IDENTIFIER and bool(_IDENTIFIER.match(value)),
+        path,
+        f"{value[:80]!r} must be 1-{MAX_IDENTIFIER} letters, digits, '-', '_' or '.', "
+        "starting and ending with a letter or digit",
+    )

@@ -172,8 +172,8 @@ def test_bad_instances_and_reports_are_refused_naming_the_fields(tmp_path):
         async with running(tmp_path, **FAST) as server:
             token = await server.login()
             body = {
-                "id": "mine",
-                "name": "Web_1",
+                "id": "mine/../x",
+                "name": "-Web_1",
                 "uri": "http://nginx",
                 "ports": [{"source": 0, "destination": 70000}],
                 "environnement": ["1BAD=x"],
@@ -253,11 +253,6 @@ async def _crowd_and_fail_nodes(server: Any) -> None:
         second = pb.InstanceIdentifier(id=ids[1])
         await stub.Stop(second, metadata=md)
         await wait_status(server, ids[1], pb.STOPPED)
-        refused = await server.http.post(
-            f"/v1/scheduler/instances/{ids[1]}:stop", json={}, headers=headers(token)
-        )
-        assert refused.status_code == 400
-        assert "STOPPED" in refused.json()["message"]
         await stub.Start(second, metadata=md)
         await wait_status(server, ids[1], pb.RUNNING)
         with pytest.raises(grpc.aio.AioRpcError) as again:

@@ -147,6 +147,12 @@ class Machine:
     target_version: str = ""
     fails_deployment: bool = False
     failure_reason: str = ""
+    # Deployments of this slot before the current one (each draws its fault anew), the
+    # automatic retries since the last one the user asked for, and whether the user asked
+    # (by scaling the machine's pool) for the failed machine to be deployed again.
+    attempt: int = 0
+    retries: int = 0
+    repair_requested: bool = False
 
     @property
     def maas_status(self) -> str:
@@ -222,9 +228,10 @@ class FaultInjection:
         if not 0.0 <= self.failure_ratio <= 1.0:
             raise ValueError(f"failure_ratio must be within [0, 1], got {self.failure_ratio!r}")
 
-    def fails(self, system_id: str) -> bool:
-        """Whether the machine with this system id fails its deployment."""
-        return unit_interval("fault", self.seed, system_id) < self.failure_ratio
+    def fails(self, system_id: str, attempt: int = 0) -> bool:
+        """Whether the machine with this system id fails its ``attempt``-th deployment."""
+        parts: tuple[object, ...] = (system_id,) if attempt == 0 else (system_id, attempt)
+        return unit_interval("fault", self.seed, *parts) < self.failure_ratio
 
     def reason(self, system_id: str) -> str:
         """Why the machine failed, chosen deterministically."""
@@ -285,6 +292,8 @@ class MachineProvider(Protocol):
     def upgrade(self, machine: Machine, version: str, now: int) -> Machine: ...
 
     def release(self, machine: Machine, now: int) -> Machine: ...
+
+    def redeploy(self, machine: Machine, now: int, *, automatic: bool) -> Machine: ...
 
 
 @dataclass(frozen=True)
@@ -353,6 +362,26 @@ class SimulatedMachineProvider:
         if machine.phase in (Phase.RELEASING, Phase.RELEASED):
             return machine
         return replace(machine, phase=Phase.RELEASING, phase_started=now, target_version="")
+
+    def redeploy(self, machine: Machine, now: int, *, automatic: bool) -> Machine:
+        """Deploy a failed machine again (its address kept); ``automatic`` counts a retry, a
+        redeployment the user asked for starts a fresh retry budget."""
+        if not machine.is_failed:
+            raise MachineTransitionError(
+                f"machine {machine.hostname} ({machine.system_id}) is {machine.maas_status}; "
+                "only a failed deployment is deployed again"
+            )
+        attempt = machine.attempt + 1
+        return replace(
+            machine,
+            phase=Phase.ALLOCATED,
+            phase_started=now,
+            attempt=attempt,
+            retries=machine.retries + 1 if automatic else 0,
+            repair_requested=False,
+            fails_deployment=self.faults.fails(machine.system_id, attempt),
+            failure_reason="",
+        )
 
     def _duration(self, machine: Machine) -> int | None:
         t = self.timings

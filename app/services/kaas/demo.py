@@ -7,7 +7,8 @@ that the reconciler then drives:
 - ``demo-running``: machines deployed long ago; RUNNING with a kubeconfig on the first pass.
 - ``demo-provisioning``: just created; PROVISIONING for a few clock steps, then RUNNING.
 - ``demo-degraded``: one worker is marked to fail its deployment (the same flag the
-  ``sim_failure_ratio`` fault injection sets), so it ends DEGRADED with a status message.
+  ``sim_failure_ratio`` fault injection sets) with its automatic retries used up, so it ends
+  DEGRADED with a status message; scaling its pool repairs it.
 - ``demo-upgrading``: RUNNING on an older version, being upgraded one machine at a time
   (only when the supported versions allow an upgrade).
 """
@@ -19,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
+from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,
@@ -119,7 +121,9 @@ async def seed_demo_clusters(
 
         def fail_one_worker(machine: Machine) -> Machine:
             failing = machine.role is Role.WORKER and machine.index == 1
-            return replace(machine, fails_deployment=True) if failing else machine
+            if not failing:
+                return machine
+            return replace(machine, fails_deployment=True, retries=MAX_DEPLOY_RETRIES)
 
         await add(
             _spec("demo-degraded", steady, 1, ("workers", "standard", 3)),

@@ -14,12 +14,20 @@ What a pass does for one cluster:
   ones over every cluster; an exhausted pool leaves the cluster waiting, with a message); when
   no machine is upgrading, start upgrading the next machine that runs another version than the
   spec's, control plane first (one at a time, as ``kubeadm upgrade`` does).
+- Failed deployments are retried: a failed machine is deployed again (same slot, address and
+  system id; each deployment draws its simulated fault anew) after a backoff of
+  ``RETRY_BACKOFF_STEPS * 2**n`` steps before the n-th retry, at most ``MAX_DEPLOY_RETRIES``
+  times. Scaling the machine's pool (the user's repair action) redeploys it at once, with a fresh
+  retry budget. A slot whose old machine is still being released (its pool was deleted and added
+  again) gets its new machine once the old one is gone.
 - Status: a failed machine makes the cluster ``ERROR`` when the control plane lost its etcd
-  quorum or no worker is left, ``DEGRADED`` otherwise, with every failure in ``status_message``;
-  failed machines are not replaced, so this lasts until the cluster is deleted. When every wanted
-  machine is Ready on the spec's version and no unwanted one is left, the cluster is ``RUNNING``
-  and, the first time, gets its kubeconfig (server on the first control-plane machine).
-  Until then it stays ``PROVISIONING`` (new) or ``RECONCILING`` (changed).
+  quorum or no worker is left, ``DEGRADED`` otherwise; ``status_message`` names every failure
+  and, for each, the retry to come or that retries gave up. When every wanted machine is Ready on
+  the spec's version and no unwanted one is left, the cluster is ``RUNNING``. Until then it stays
+  ``PROVISIONING`` (new) or ``RECONCILING`` (changed, or retrying a deployment).
+- Kubeconfig: issued once (server on the first Ready control-plane machine) as soon as a quorum
+  of the control plane is Ready and the cluster is past ``PROVISIONING``: a ``DEGRADED`` cluster
+  whose control plane is up serves one, a new cluster still gets it when it is ``RUNNING``.
 """
 
 from __future__ import annotations
@@ -32,7 +40,6 @@ from dataclasses import dataclass, field
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,
-    CONTROL_PLANE_POOL,
     MACHINE,
     ClusterState,
     Slot,
@@ -56,6 +63,36 @@ log = logging.getLogger(__name__)
 # Passes are at least this far apart in wall time: with a near-zero test step, a pass per step
 # would only burn CPU (machines jump over any number of steps at once).
 MIN_PASS_SECONDS = 0.01
+# Automatic redeployments of a failed machine, and the backoff before the first (it doubles).
+MAX_DEPLOY_RETRIES = 3
+RETRY_BACKOFF_STEPS = 2
+_DEPLOYING = frozenset({Phase.ALLOCATED, Phase.DEPLOYING, Phase.JOINING})
+
+
+def retry_backoff(retries: int) -> int:
+    """Clock steps a failed machine waits before its next automatic retry."""
+    return RETRY_BACKOFF_STEPS * 2**retries
+
+
+def _retry_due(machine: Machine, now: int) -> bool:
+    if machine.repair_requested:
+        return True
+    return machine.retries < MAX_DEPLOY_RETRIES and now >= machine.phase_started + retry_backoff(
+        machine.retries
+    )
+
+
+def _failure_note(machine: Machine) -> str:
+    if machine.retries < MAX_DEPLOY_RETRIES:
+        return (
+            f"{machine.failure_reason} (retry {machine.retries + 1} of {MAX_DEPLOY_RETRIES} "
+            f"after {retry_backoff(machine.retries)} step(s))"
+        )
+    return (
+        f"{machine.failure_reason} (gave up after {MAX_DEPLOY_RETRIES} retries; "
+        f"scale pool {machine.pool!r} to deploy it again)"
+    )
+
 
 Status = api_pb2.ClusterStatus
 
@@ -105,9 +142,15 @@ def plan_cluster(
     wanted = desired_machines(state.spec)
     machines: dict[Slot, Machine] = {}
     unwanted = 0
+    occupied: set[Slot] = set()  # wanted slots whose old machine is still being released
     for slot, machine in current.items():
         machine = provider.advance(machine, now)
-        if slot in wanted:
+        leaving = machine.phase in (Phase.RELEASING, Phase.RELEASED)
+        if slot in wanted and not leaving:
+            if machine.is_failed and _retry_due(machine, now):
+                machine = provider.advance(
+                    provider.redeploy(machine, now, automatic=not machine.repair_requested), now
+                )
             machines[slot] = keep(slot, machine)
             continue
         machine = provider.advance(provider.release(machine, now), now)
@@ -116,9 +159,13 @@ def plan_cluster(
         else:
             keep(slot, machine)
             unwanted += 1
+        if slot in wanted:
+            occupied.add(slot)
 
     waiting_for_ips = ""
-    missing = [request for slot, request in wanted.items() if slot not in machines]
+    missing = [
+        request for slot, request in wanted.items() if slot not in machines and slot not in occupied
+    ]
     if missing:
         try:
             for machine in provider.allocate(missing, in_use_ips=in_use_ips, now=now):
@@ -142,17 +189,15 @@ def plan_cluster(
     failed = [m for m in ordered if m.is_failed]
     ready = [m for m in ordered if m.is_ready and m.k8s_version == target]
     settled = not waiting_for_ips and not unwanted and len(ready) == len(wanted)
+    retrying = [m for m in ordered if m.attempt and m.phase in _DEPLOYING]
     if failed:
         status.status = _failure_status(state.spec, ordered)
         status.status_message = f"{len(failed)} of {len(wanted)} machine(s) failed: " + "; ".join(
-            m.failure_reason for m in failed
+            _failure_note(m) for m in failed
         )
     elif settled:
         status.status = api_pb2.RUNNING
         status.status_message = f"{len(ready)} machine(s) Ready on Kubernetes {target}"
-        if not status.kubeconfig:
-            control_plane = [m for m in ordered if m.pool == CONTROL_PLANE_POOL]
-            outcome.kubeconfig_server_ip = control_plane[0].ip
     else:
         if status.status != api_pb2.PROVISIONING:
             status.status = api_pb2.RECONCILING
@@ -166,9 +211,26 @@ def plan_cluster(
             )
         elif unwanted:
             status.status_message = f"releasing {unwanted} machine(s)"
+        elif retrying:
+            status.status_message = f"{len(ready)} of {len(wanted)} machine(s) Ready; " + "; ".join(
+                f"redeploying {m.hostname} ("
+                + (f"retry {m.retries} of {MAX_DEPLOY_RETRIES}" if m.retries else "as asked")
+                + ")"
+                for m in retrying
+            )
         else:
             status.status_message = f"{len(ready)} of {len(wanted)} machine(s) Ready"
+    if not status.kubeconfig and status.status != api_pb2.PROVISIONING:
+        outcome.kubeconfig_server_ip = _control_plane_address(state.spec, ordered)
     return outcome
+
+
+def _control_plane_address(spec: api_pb2.CreateClusterMsg, machines: list[Machine]) -> str:
+    """The first Ready control-plane machine's address when a quorum of them is Ready, else ""."""
+    up = [m for m in machines if m.role is Role.CONTROL_PLANE and m.is_ready]
+    if len(up) <= spec.control_plane_nodes.count // 2:
+        return ""
+    return up[0].ip
 
 
 def _failure_status(spec: api_pb2.CreateClusterMsg, machines: list[Machine]) -> Status:

@@ -13,25 +13,45 @@ Behaviour where SPEC.md is silent:
 - ``CreateClusterReply.ok`` and the other ``ok`` flags are true whenever the request was
   accepted; errors are statuses. ``DeleteClusterReply.status`` is the cluster's status name
   (``STOPPING``).
-- ``ScaleNodePool`` to the current counts changes nothing and leaves the cluster ``RUNNING``.
-- ``UpgradeCluster`` needs a ``RUNNING`` cluster; a version that is not one of
-  ``GetUpgradeClusterInformation``'s is INVALID_ARGUMENT on ``version``, listing the choices.
-- ``GetUpgradeClusterInformation`` lists the upgrade targets in any state; ``ok`` is true when
-  there is at least one (the upgrade itself still needs a ``RUNNING`` cluster).
+- ``k8s_version`` and ``UpgradeCluster.version`` may carry the ``v`` prefix Kubernetes writes
+  (``v1.31.2``); the cluster stores the plain form. An unknown version is INVALID_ARGUMENT listing
+  the versions on offer.
+- Changes are queued, not serialised by the caller: pool changes (add, delete, scale) are accepted
+  in every state but ``STOPPING`` and written into the desired state (the spec); the reconciler
+  converges to the latest spec, whatever it was doing. The cluster shows ``RECONCILING`` (a new
+  cluster stays ``PROVISIONING``). Only true conflicts are refused (FAILED_PRECONDITION naming
+  the state): any change to a ``STOPPING`` cluster, and an upgrade while the cluster is
+  ``PROVISIONING`` (no version runs yet), ``ERROR`` (repair it first) or already upgrading
+  (finish one version-skew step before the next).
+- Repair: ``ScaleNodePool`` deploys the failed machines of the pools it names again (also at an
+  unchanged count), with a fresh retry budget; deleting a pool releases its machines, and a pool
+  added again under that name gets new deployments. Failed control-plane machines are retried by
+  the reconciler (see :mod:`app.services.kaas.reconciler`); past that, delete and recreate.
+- ``ScaleNodePool`` to the current counts with no failed machine changes nothing.
+- ``UpgradeCluster``: a version that is not one of ``GetUpgradeClusterInformation``'s is
+  INVALID_ARGUMENT on ``version``, listing the choices.
+- ``GetUpgradeClusterInformation`` answers what ``UpgradeCluster`` would do now: ``ok`` with the
+  versions it would accept, or ``ok`` false with no versions when the state refuses an upgrade
+  or the cluster runs the newest version.
 - ``GetClusterNodesStatus`` lists every machine the cluster holds, including ones being
   released after a scale-down, control plane first.
-- Clusters that failed (``ERROR``/``DEGRADED``) keep their failed machines; delete and recreate.
+- Pool labels and ``instanceType`` are validated and stored in the spec, and machines are
+  deployed with the pool's type, but no reply of this API has a field for either:
+  ``MachineStatus`` carries MaaS and Kubernetes status only, and the field set is the original's
+  (wire compatibility), so they are not shown.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import replace
 
 import grpc
 
 from app.services.kaas import validation
 from app.services.kaas.build import running_build
+from app.services.kaas.changes import plain_version, require_changeable, upgrade_refusal
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,
@@ -39,7 +59,9 @@ from app.services.kaas.records import (
     ClusterState,
     cluster_item,
     desired_machines,
+    key_of,
     load_cluster,
+    machine_data,
     machine_status,
     parse_machine,
     pool_names,
@@ -73,15 +95,6 @@ async def _existing(tx: Transaction, name: str) -> ClusterState:
     if state is None:
         raise Rejected(Code.NOT_FOUND, f"cluster {name!r} not found")
     return state
-
-
-def _require_running(state: ClusterState, doing: str) -> None:
-    if state.status.status != api_pb2.RUNNING:
-        raise Rejected(
-            Code.FAILED_PRECONDITION,
-            f"cannot {doing} cluster {state.name!r} while it is "
-            f"{_state_name(state.status.status)}; it must be RUNNING",
-        )
 
 
 class ClusterService(api_pb2_grpc.ClusterServicer):
@@ -137,10 +150,15 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self, request: api_pb2.GetUpgradeClusterInformationMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetUpgradeClusterInformationReply:
         await self._check(context, _name_only(request.name, "name"))
-        spec = (await self._read(context, CLUSTER_SPEC, request.name)).parse(
-            api_pb2.CreateClusterMsg
-        )
-        targets = upgrade_targets(spec.k8s_version, self.versions)
+        try:
+            state = await load_cluster(self.store, request.name)
+        except StoreError as error:
+            await abort_store_error(context, error)
+        if state is None:
+            await abort(context, Code.NOT_FOUND, f"cluster {request.name!r} not found")
+        if upgrade_refusal(state) is not None:
+            return api_pb2.GetUpgradeClusterInformationReply(ok=False)
+        targets = upgrade_targets(state.spec.k8s_version, self.versions)
         return api_pb2.GetUpgradeClusterInformationReply(ok=bool(targets), versions=targets)
 
     async def GetVersionInformation(
@@ -158,6 +176,11 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     async def CreateCluster(
         self, request: api_pb2.CreateClusterMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.CreateClusterReply:
+        if request.k8s_version != plain_version(request.k8s_version, self.versions):
+            plain = api_pb2.CreateClusterMsg()
+            plain.CopyFrom(request)
+            plain.k8s_version = plain_version(request.k8s_version, self.versions)
+            request = plain
         await self._check(context, validation.check_create(request, self.versions))
         wanted = len(desired_machines(request))
         status = api_pb2.ClusterDetailItem(
@@ -202,7 +225,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
 
         async def add(tx: Transaction) -> None:
             state = await _existing(tx, request.clusterName)
-            _require_running(state, "add node pools to")
+            require_changeable(state, "add node pools to")
             existing = set(pool_names(state.spec))
             taken = [p.name for p in request.worker_node_pools if p.name in existing]
             if taken:
@@ -226,7 +249,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
 
         async def delete(tx: Transaction) -> None:
             state = await _existing(tx, request.clusterName)
-            _require_running(state, "delete node pools of")
+            require_changeable(state, "delete node pools of")
             _require_pools(state, request.node_pool_names)
             doomed = set(request.node_pool_names)
             spec = _copy_spec(state.spec)
@@ -252,7 +275,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
 
         async def scale(tx: Transaction) -> None:
             state = await _existing(tx, request.clusterName)
-            _require_running(state, "scale node pools of")
+            require_changeable(state, "scale node pools of")
             _require_pools(state, [p.name for p in request.node_pools])
             counts = {p.name: p.count for p in request.node_pools}
             spec = _copy_spec(state.spec)
@@ -261,7 +284,15 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
                 if pool.name in counts:
                     growth += max(0, counts[pool.name] - pool.count)
                     pool.count = counts[pool.name]
+            repaired = [m for m in state.machines if m.pool in counts and m.is_failed]
+            for machine in repaired:
+                # The reconciler deploys it again on its next pass (it owns the clock).
+                marked = replace(machine, repair_requested=True)
+                await tx.update(MACHINE, key_of(marked), machine_data(marked))
             if spec == state.spec:
+                if repaired:
+                    hosts = ", ".join(m.hostname for m in repaired)
+                    await self._reconcile(tx, state, spec, f"deploying {hosts} again")
                 return
             await self._check_capacity(tx, growth)
             scaled = ", ".join(f"{p.name} to {p.count}" for p in request.node_pools)
@@ -275,12 +306,16 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     ) -> api_pb2.UpgradeClusterReply:
         await self._check(context, validation.check_upgrade(request))
 
+        version = plain_version(request.version, self.versions)
+
         async def upgrade(tx: Transaction) -> None:
             state = await _existing(tx, request.name)
-            _require_running(state, "upgrade")
+            refusal = upgrade_refusal(state)
+            if refusal is not None:
+                raise Rejected(Code.FAILED_PRECONDITION, f"cannot upgrade now: {refusal}")
             current = state.spec.k8s_version
             targets = upgrade_targets(current, self.versions)
-            if request.version not in targets:
+            if version not in targets:
                 choices = ", ".join(targets) if targets else "none (it runs the newest)"
                 problem = (
                     f"cannot upgrade from {current} to {request.version!r}; "
@@ -292,8 +327,8 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
                     [Violation("version", problem)],
                 )
             spec = _copy_spec(state.spec)
-            spec.k8s_version = request.version
-            message = f"upgrading from {current} to {request.version}"
+            spec.k8s_version = version
+            message = f"upgrading from {current} to {version}"
             await self._reconcile(tx, state, spec, message)
 
         await self._write(context, upgrade)
@@ -332,7 +367,8 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         """Store the new spec and hand the cluster to the reconciler (RECONCILING)."""
         status = api_pb2.ClusterDetailItem()
         status.CopyFrom(state.status)
-        status.status = api_pb2.RECONCILING
+        if status.status != api_pb2.PROVISIONING:
+            status.status = api_pb2.RECONCILING
         status.status_message = message
         await tx.update(CLUSTER_SPEC, state.name, spec)
         await reserve_machines(tx, len(desired_machines(spec)) - len(desired_machines(state.spec)))

@@ -17,12 +17,14 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 import app
+from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES
 from app.services.kaas.records import CLUSTER, MACHINE
 from app.services.plain_data import from_struct
 from app.sim.machines import FaultInjection, Machine, Phase, system_id_for
 from app.store import EventType, ObjectStore
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import Running, run, running
+from tests.services.kudo.world import eventually
 
 TIMEOUT = 10.0
 
@@ -392,45 +394,100 @@ def test_a_cluster_is_restarted_mid_provisioning_and_still_becomes_running(tmp_p
     run(scenario())
 
 
-def test_failed_machines_make_a_cluster_degraded_or_error_with_a_message(tmp_path):
+def test_failed_machines_are_retried_then_repaired_by_scaling_their_pool(tmp_path):
     faults = FaultInjection(failure_ratio=0.4, seed=1)
+    retries = MAX_DEPLOY_RETRIES
 
-    def fails(name: str, pool: str, index: int) -> bool:
-        return faults.fails(system_id_for(name, pool, index))
+    def fails(name: str, pool: str, index: int, attempts: range = range(1)) -> bool:
+        return all(faults.fails(system_id_for(name, pool, index), a) for a in attempts)
 
-    names = [f"lab-{i}" for i in range(300)]
+    # Names whose machines fail exactly as wanted (the fault injection is a pure function):
+    # workers-0 fails its first deployment and every automatic retry, the repair succeeds.
+    every = range(retries + 1)
+    names = [f"lab-{i}" for i in range(5000)]
     degraded = next(
         n
         for n in names
         if not fails(n, "control-plane", 0)
-        and fails(n, "workers", 0)
+        and fails(n, "workers", 0, every)
+        and not fails(n, "workers", 0, range(retries + 1, retries + 2))
         and not fails(n, "workers", 1)
     )
-    broken = next(n for n in names if fails(n, "control-plane", 0))
+    broken = next(n for n in names if fails(n, "control-plane", 0, every))
 
     async def scenario() -> None:
         async with running(tmp_path, sim_failure_ratio=0.4, sim_seed=1) as server:
             api = await _rest(server)
+            stub = api_pb2_grpc.ClusterStub(server.channel)
+            md = (("authorization", api.headers["authorization"]),)
+            since = await server.portico.store.current_revision()
             for name in (degraded, broken):
                 assert (await api.call("POST", "/api/v1/cluster", json=_body(name)))[0] == 200
-            cluster = await api.wait_for(degraded, "DEGRADED")
+            gave_up = f"gave up after {retries} retries"
+
+            async def settled(name: str, state: str) -> dict:
+                async def check() -> dict | None:
+                    cluster = await api.cluster(name)
+                    ok = cluster["status"] == state and gave_up in cluster["status_message"]
+                    return cluster if ok else None
+
+                return await eventually(check, timeout=TIMEOUT)
+
+            cluster = await settled(degraded, "DEGRADED")
             assert cluster["status_message"].startswith("1 of 3 machine(s) failed: ")
             assert f"{degraded}-workers-0" in cluster["status_message"]
-            cluster = await api.wait_for(broken, "ERROR")
+            # The control plane is up: the kubeconfig is served although a worker failed.
+            planes = {
+                m["maasIPAddr"]
+                for m in (await api.nodes(degraded))["machines"]
+                if "control-plane" in m["maasHostname"]
+            }
+            _assert_kubeconfig(cluster["kubeconfig"], degraded, planes)
+            # The retries showed in the status message on their way.
+            messages = await _messages(server, since, degraded)
+            assert any(f"retry 1 of {retries}" in m for m in messages), messages
+            assert any(f"redeploying {degraded}-workers-0 (retry 2 of" in m for m in messages)
+
+            cluster = await settled(broken, "ERROR")
             assert f"{broken}-control-plane-0" in cluster["status_message"]
-            nodes = await api.nodes(broken)
-            failed = [m for m in nodes["machines"] if m["maasNodeStatus"] == "Failed deployment"]
-            assert next(m["maasHostname"] for m in failed) == f"{broken}-control-plane-0"
-            # Failed clusters can only be deleted.
-            status, body = await api.call(
-                "PUT",
-                "/api/v1/cluster/pool",
-                json={"clusterName": degraded, "node_pools": [{"name": "workers", "count": 3}]},
+            assert cluster["kubeconfig"] == ""
+            # An upgrade is refused on ERROR, and the information says so too.
+            info = await stub.GetUpgradeClusterInformation(
+                api_pb2.GetUpgradeClusterInformationMsg(name=broken), metadata=md
             )
-            assert status == 400 and body["code"] == 9 and "DEGRADED" in body["message"]
+            assert not info.ok and list(info.versions) == []
+            status, body = await api.call(
+                "PUT", "/api/v1/cluster/upgrade", json={"name": broken, "version": "1.32.0"}
+            )
+            assert status == 400 and body["code"] == 9 and "ERROR" in body["message"]
+
+            # The user's repair: scaling the pool (even to its count) deploys it again.
+            await stub.ScaleNodePool(
+                api_pb2.ScaleNodePoolMsg(
+                    clusterName=degraded,
+                    node_pools=[api_pb2.ScaleNodePoolSpec(name="workers", count=2)],
+                ),
+                metadata=md,
+            )
+            cluster = await api.wait_for(degraded, "RUNNING")
+            nodes = await api.nodes(degraded)
+            assert {m["maasNodeStatus"] for m in nodes["machines"]} == {"Deployed"}
             assert (await api.call("DELETE", "/api/v1/cluster", params={"name": broken}))[0] == 200
 
     run(scenario())
+
+
+async def _messages(server: Running, since: int, name: str) -> list[str]:
+    """Every status message the cluster had, from the event log."""
+    store = server.portico.store
+    head = await store.current_revision()
+    found: list[str] = []
+    async for event in store.watch(CLUSTER, since):
+        if event.key == name and event.type is not EventType.DELETED:
+            found.append(_detail(event.data).status_message)
+        if event.revision >= head:
+            break
+    return found
 
 
 def test_version_information_describes_the_running_build(tmp_path):
@@ -485,8 +542,8 @@ def _create(name: str, **changes: Any) -> api_pb2.CreateClusterMsg:
     return json_format.ParseDict(body, api_pb2.CreateClusterMsg())
 
 
-# (method, request, expected code, words in the message, fields named); "ok" and "busy" are
-# clusters the scenario prepares: RUNNING, and PROVISIONING on a slow clock.
+# (method, request, expected code, words in the message, fields named); "ok", "busy" and "gone"
+# are clusters the scenario prepares: RUNNING, PROVISIONING and STOPPING on a slow clock.
 ERROR_CASES = [
     ("CreateCluster", _create("Bad_Name"), "INVALID_ARGUMENT", "name", ["name"]),
     (
@@ -577,11 +634,11 @@ ERROR_CASES = [
     (
         "AddNodePool",
         api_pb2.AddNodePoolMsg(
-            clusterName="busy",
+            clusterName="gone",
             worker_node_pools=[api_pb2.MachineSpec(name="p", instanceType="gpu", count=1)],
         ),
         "FAILED_PRECONDITION",
-        "PROVISIONING",
+        "STOPPING",
         [],
     ),
     (
@@ -600,9 +657,9 @@ ERROR_CASES = [
     ),
     (
         "DeleteNodePool",
-        api_pb2.DeleteNodePoolMsg(clusterName="busy", node_pool_names=["workers"]),
+        api_pb2.DeleteNodePoolMsg(clusterName="gone", node_pool_names=["workers"]),
         "FAILED_PRECONDITION",
-        "PROVISIONING",
+        "STOPPING",
         [],
     ),
     (
@@ -633,10 +690,10 @@ ERROR_CASES = [
     (
         "ScaleNodePool",
         api_pb2.ScaleNodePoolMsg(
-            clusterName="busy", node_pools=[api_pb2.ScaleNodePoolSpec(name="workers", count=2)]
+            clusterName="gone", node_pools=[api_pb2.ScaleNodePoolSpec(name="workers", count=2)]
         ),
         "FAILED_PRECONDITION",
-        "PROVISIONING",
+        "STOPPING",
         [],
     ),
     (
@@ -683,8 +740,10 @@ def test_every_error_path_answers_its_status_code(tmp_path, transport):
         async with running(tmp_path, sim_step_seconds=5.0) as server:
             api = await _rest(server)
             token = api.headers["authorization"].split()[1]
-            busy = _create("busy", k8s_version="1.30.6")
-            assert (await api.call("POST", "/api/v1/cluster", json=_json(busy)))[0] == 200
+            for name in ("busy", "gone"):
+                created = _json(_create(name, k8s_version="1.30.6"))
+                assert (await api.call("POST", "/api/v1/cluster", json=created))[0] == 200
+            assert (await api.call("DELETE", "/api/v1/cluster", params={"name": "gone"}))[0] == 200
             for method, request, code, words, fields in ERROR_CASES:
                 if transport == "rest":
                     got, (message, named) = await _rest_error(api, method, request)
@@ -695,7 +754,7 @@ def test_every_error_path_answers_its_status_code(tmp_path, transport):
                 assert named == fields, (method, message)
             # Nothing was written by any refused request.
             _, body = await api.call("GET", "/api/v1/cluster/list")
-            assert [c["name"] for c in body["clusters"]] == ["busy", "ok"]
+            assert [c["name"] for c in body["clusters"]] == ["busy", "gone", "ok"]
             nodes = await api.nodes("ok")
             assert [m["maasHostname"] for m in nodes["machines"]] == [
                 "ok-control-plane-0",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from app.services.kaas.reconciler import ClusterReconciler
+from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES, ClusterReconciler
 from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, load_cluster
 from app.sim.clock import ManualClock
 from app.sim.machines import (
@@ -125,20 +125,22 @@ def test_an_upgrade_replaces_versions_one_machine_at_a_time(tmp_path):
 
 def test_a_failed_worker_degrades_the_cluster_and_a_failed_control_plane_breaks_it(tmp_path):
     faults = FaultInjection(failure_ratio=0.5, seed=3)
+    every = range(MAX_DEPLOY_RETRIES + 1)
 
-    # Names whose machines fail exactly as wanted (the fault injection is a pure function).
-    def fails(name: str, pool: str, i: int) -> bool:
-        return faults.fails(system_id_for(name, pool, i))
+    # Names whose machines fail exactly as wanted (the fault injection is a pure function):
+    # the failing ones fail their first deployment and every retry.
+    def fails(name: str, pool: str, i: int, attempts: range = range(1)) -> bool:
+        return all(faults.fails(system_id_for(name, pool, i), a) for a in attempts)
 
-    names = [f"c{i}" for i in range(200)]
+    names = [f"c{i}" for i in range(2000)]
     degraded = next(
         n
         for n in names
         if not fails(n, "control-plane", 0)
-        and fails(n, "workers", 0)
+        and fails(n, "workers", 0, every)
         and not fails(n, "workers", 1)
     )
-    broken = next(n for n in names if fails(n, "control-plane", 0))
+    broken = next(n for n in names if fails(n, "control-plane", 0, every))
     provider = SimulatedMachineProvider(faults=faults, timings=PROVIDER.timings)
 
     async def scenario(store: ObjectStore) -> None:
@@ -146,11 +148,23 @@ def test_a_failed_worker_degrades_the_cluster_and_a_failed_control_plane_breaks_
         reconciler = ClusterReconciler(store, provider, clock)
         await _create(store, _spec(degraded))
         await _create(store, _spec(broken))
-        await _steps(reconciler, clock, DEPLOYED_AFTER + 1)
-        state = await load_cluster(store, degraded)
+        for _ in range(DEPLOYED_AFTER + 1):  # until the first failure shows
+            await _steps(reconciler, clock, 1)
+            state = await load_cluster(store, degraded)
+            if state.status.status == api_pb2.DEGRADED:
+                break
         assert state.status.status == api_pb2.DEGRADED
         assert f"{degraded}-workers-0" in state.status.status_message
         assert "simulated fault" in state.status.status_message
+        assert f"retry 1 of {MAX_DEPLOY_RETRIES} after 2 step(s)" in state.status.status_message
+        assert (await load_cluster(store, broken)).status.status == api_pb2.ERROR
+        # Every retry fails too: after the backoffs the reconciler gives up, and says so.
+        await _steps(reconciler, clock, 60)
+        state = await load_cluster(store, degraded)
+        assert state.status.status == api_pb2.DEGRADED
+        assert "gave up after 3 retries" in state.status.status_message
+        [failed] = [m for m in state.machines if m.is_failed]
+        assert (failed.attempt, failed.retries) == (MAX_DEPLOY_RETRIES, MAX_DEPLOY_RETRIES)
         assert (await load_cluster(store, broken)).status.status == api_pb2.ERROR
 
     _with_store(tmp_path, scenario)

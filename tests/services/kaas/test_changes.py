@@ -1,0 +1,132 @@
+"""Changes while a cluster is busy, as automation makes them, on both transports: queued in the
+desired state unless they truly conflict; upgrade information that matches what an upgrade
+would do; Kubernetes versions written with a ``v``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import json_format
+
+from app.services.kaas.records import load_cluster
+from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
+from tests.harness import Running, run, running
+from tests.services.kaas.test_cluster_service import _body
+from tests.services.kudo.world import eventually
+
+Reply = tuple[str, str, dict[str, Any]]
+
+
+class Calls:
+    """Cluster RPCs over one transport: (code name, error message, reply as JSON)."""
+
+    def __init__(self, server: Running, token: str, transport: str) -> None:
+        self.server = server
+        self.token = token
+        self.transport = transport
+
+    async def __call__(self, method: str, request: Any) -> Reply:
+        if self.transport == "rest":
+            body = json_format.MessageToDict(request, preserving_proto_field_name=True)
+            reply = await self.server.http.post(
+                f"/cnct.kaas.api.Cluster/{method}",
+                json=body,
+                headers={"authorization": f"Bearer {self.token}"},
+            )
+            data = reply.json()
+            if reply.status_code == 200:
+                return "OK", "", data
+            code = next(c.name for c in grpc.StatusCode if c.value[0] == data["code"])
+            return code, data["message"], {}
+        stub = api_pb2_grpc.ClusterStub(self.server.channel)
+        try:
+            answer = await getattr(stub, method)(
+                request, metadata=(("authorization", f"Bearer {self.token}"),)
+            )
+        except grpc.aio.AioRpcError as error:
+            return error.code().name, error.details() or "", {}
+        data = json_format.MessageToDict(
+            answer, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+        return "OK", "", data
+
+    async def status(self, name: str) -> str:
+        code, message, reply = await self("GetCluster", api_pb2.GetClusterMsg(name=name))
+        assert code == "OK", message
+        return reply["cluster"].get("status", "STATUS_UNSPECIFIED")
+
+    async def wait_for(self, name: str, state: str) -> None:
+        async def reached() -> bool:
+            return await self.status(name) == state
+
+        await eventually(reached, timeout=20)
+
+    async def upgrade_info(self, name: str) -> tuple[bool, list[str]]:
+        request = api_pb2.GetUpgradeClusterInformationMsg(name=name)
+        code, message, reply = await self("GetUpgradeClusterInformation", request)
+        assert code == "OK", message
+        return reply.get("ok", False), reply.get("versions", [])
+
+
+def _scale(name: str, count: int) -> api_pb2.ScaleNodePoolMsg:
+    return api_pb2.ScaleNodePoolMsg(
+        clusterName=name, node_pools=[api_pb2.ScaleNodePoolSpec(name="workers", count=count)]
+    )
+
+
+def _upgrade(name: str, version: str) -> api_pb2.UpgradeClusterMsg:
+    return api_pb2.UpgradeClusterMsg(name=name, version=version)
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_changes_queue_while_busy_and_only_conflicts_are_refused(tmp_path, transport):
+    async def scenario() -> None:
+        # Slow enough steps that each phase can be watched.
+        async with running(tmp_path, sim_step_seconds=0.05) as server:
+            call = Calls(server, await server.login(), transport)
+            create = json_format.ParseDict(_body("auto", "v1.31.2"), api_pb2.CreateClusterMsg())
+            code, message, _ = await call("CreateCluster", create)
+            assert code == "OK", message
+            stored = await load_cluster(server.portico.store, "auto")
+            assert stored is not None and stored.spec.k8s_version == "1.31.2"
+            bad = json_format.ParseDict(_body("other", "v1.12.0"), api_pb2.CreateClusterMsg())
+            code, message, _ = await call("CreateCluster", bad)
+            assert code == "INVALID_ARGUMENT"
+            assert "1.29.10, 1.30.6, 1.31.2, 1.32.0" in message and "'v1.12.0'" in message
+
+            # PROVISIONING: no version runs yet, so no upgrade, and the information agrees.
+            assert await call.status("auto") == "PROVISIONING"
+            assert await call.upgrade_info("auto") == (False, [])
+            code, message, _ = await call("UpgradeCluster", _upgrade("auto", "1.32.0"))
+            assert code == "FAILED_PRECONDITION" and "PROVISIONING" in message
+            # A pool change is queued in the desired state meanwhile.
+            code, message, _ = await call("ScaleNodePool", _scale("auto", 3))
+            assert code == "OK", message
+            assert await call.status("auto") == "PROVISIONING"
+
+            await call.wait_for("auto", "RUNNING")
+            assert await call.upgrade_info("auto") == (True, ["1.32.0"])
+            code, message, _ = await call("UpgradeCluster", _upgrade("auto", "v1.32.0"))
+            assert code == "OK", message
+            assert await call.status("auto") == "RECONCILING"
+            # Upgrading: another upgrade conflicts, and the information says no; a scale does not.
+            assert await call.upgrade_info("auto") == (False, [])
+            code, message, _ = await call("UpgradeCluster", _upgrade("auto", "1.32.0"))
+            assert code == "FAILED_PRECONDITION" and "still upgrading" in message
+            code, message, _ = await call("ScaleNodePool", _scale("auto", 1))
+            assert code == "OK", message
+
+            # The reconciler converges to the latest desired state: new version, one worker.
+            await call.wait_for("auto", "RUNNING")
+            state = await load_cluster(server.portico.store, "auto")
+            assert state is not None
+            assert sorted(m.hostname for m in state.machines) == [
+                "auto-control-plane-0",
+                "auto-workers-0",
+            ]
+            assert {m.k8s_version for m in state.machines} == {"1.32.0"}
+            assert await call.upgrade_info("auto") == (False, [])  # it runs the newest
+
+    run(scenario())

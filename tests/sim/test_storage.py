@@ -280,7 +280,7 @@ def test_the_koor_cluster_reports_resources_and_versions():
     )
     assert koor.status.meets_minimum_resources
     assert koor.status.current_versions.kube == "1.31.2"
-    assert koor.status.latest_versions.ceph.image_uri == "quay.io/ceph/ceph:v18.2.4"
+    assert koor.status.latest_versions.ceph.image_uri == "docker://quay.io/ceph/ceph:v18.2.4"
     assert koor.status.latest_versions.ceph.image_hash.startswith("sha256:")
 
 

@@ -152,12 +152,14 @@ def cluster_resources(s: StorageSnapshot) -> stats_pb2.ClusterResources:
 
 
 def _detailed(version: str, image: str, chart: str) -> stats_pb2.DetailedVersion:
-    uri = f"{image}:v{version}"
+    # The original's rules: image_uri and helm_repository are URIs (a scheme, then the rest:
+    # ``docker://`` as container tools write an image reference), version is a semver.
+    reference = f"{image}:v{version}"
     return stats_pb2.DetailedVersion(
         version=version,
-        image_uri=uri,
-        image_hash="sha256:" + hashlib.sha256(f"simulated {uri}".encode()).hexdigest(),
-        helm_repository="https://charts.koor.tech/release" if chart else "",
+        image_uri=f"docker://{reference}",
+        image_hash="sha256:" + hashlib.sha256(f"simulated {reference}".encode()).hexdigest(),
+        helm_repository="https://charts.koor.tech/release",
         helm_chart=chart,
     )
 
@@ -196,7 +198,7 @@ def koor_cluster(s: StorageSnapshot) -> stats_pb2.KoorCluster:
                     "koor-operator",
                 ),
                 ksd=_detailed(LATEST_VERSIONS["ksd"], "docker.io/koorinc/ceph", "rook-ceph"),
-                ceph=_detailed(LATEST_VERSIONS["ceph"], "quay.io/ceph/ceph", ""),
+                ceph=_detailed(LATEST_VERSIONS["ceph"], "quay.io/ceph/ceph", "rook-ceph-cluster"),
             ),
         ),
     )

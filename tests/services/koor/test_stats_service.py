@@ -4,12 +4,16 @@ transports."""
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from google.protobuf import json_format
+from google.protobuf.message import Message
 
+from app.gateway.openapi import source_comments
 from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC, StatsService
 from app.sim.clock import ManualClock
 from app.sim.storage import POOLS
@@ -18,6 +22,7 @@ from gen.resources.stats import stats_pb2 as resources
 from gen.stats import stats_pb2, stats_pb2_grpc
 from tests.harness import run, running
 
+ROOT = Path(__file__).resolve().parents[3]
 PG_TOTAL = sum(pg_num for _, pg_num in POOLS)
 RPCS = {
     "GetClusterStats": ("/v1/stats/cluster", stats_pb2.GetClusterStatsRequest),
@@ -155,5 +160,56 @@ def test_every_rpc_answers_on_both_transports(tmp_path):
                 "stability",
                 "reliability",
             }
+
+    run(scenario())
+
+
+# The seed's validation rules, as its field comments state them.
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
+)
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]+$")  # RFC 3986: an absolute URI
+
+
+def _rule_breaks(message: Message, comments: dict[str, str], where: str = "") -> list[str]:
+    """Every string field whose value breaks the rule its comment declares."""
+    broken = []
+    for field in message.DESCRIPTOR.fields:
+        path = f"{where}.{field.name}" if where else field.name
+        value = getattr(message, field.name)
+        if field.message_type is not None:
+            items = list(value) if isinstance(value, Sequence) else [value]
+            for i, item in enumerate(items):
+                if isinstance(item, Message):
+                    broken += _rule_breaks(item, comments, f"{path}[{i}]")
+            continue
+        if not isinstance(value, str):
+            continue
+        comment = comments.get(field.full_name, "")
+        if "must be a valid semver" in comment and not _SEMVER.match(value):
+            broken.append(f"{path}={value!r} (semver)")
+        if comment.startswith("The URI of") and not _URI.match(value):
+            broken.append(f"{path}={value!r} (URI)")
+    return broken
+
+
+def test_every_value_satisfies_the_seed_validation_rules_on_both_transports(tmp_path):
+    comments = source_comments(ROOT / "gen" / "portico.binpb")
+    assert "URI" in comments["resources.stats.DetailedVersion.image_uri"]
+
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            stub = stats_pb2_grpc.StatsServiceStub(server.channel)
+            for name, (path, request) in RPCS.items():
+                over_grpc = await getattr(stub, name)(
+                    request(), metadata=(("authorization", f"Bearer {token}"),)
+                )
+                reply = await server.http.get(path, headers={"authorization": f"Bearer {token}"})
+                over_rest = json_format.ParseDict(reply.json(), type(over_grpc)())
+                for answer in (over_grpc, over_rest):
+                    assert _rule_breaks(answer, comments) == [], name
+            koor = over_rest.koor_cluster.status.latest_versions
+            assert koor.ceph.image_uri.startswith("docker://quay.io/ceph/ceph:v")
 
     run(scenario())

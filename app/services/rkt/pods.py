@@ -231,8 +231,9 @@ class EventTranslator:
         self.imported: set[str] = set()
         self.seen: dict[str, int] = {}
 
-    def replay(self, instances: Iterable[InstanceRecord]) -> list[pb.Event]:
-        """The events of every transition so far, in time order."""
+    def replay(self, instances: Iterable[InstanceRecord], from_ns: int = 0) -> list[pb.Event]:
+        """The events of every transition so far at or after ``from_ns``, in time order (the
+        earlier ones are translated too, so that first-import events stay first imports)."""
         steps = []
         for instance in instances:
             for index, transition in enumerate(instance.history):
@@ -242,8 +243,10 @@ class EventTranslator:
                 self.seen[instance.id] = instance.history[-1].seq
         steps.sort(key=lambda step: step[:3])
         events: list[pb.Event] = []
-        for _, _, seq, instance, before in steps:
-            events.extend(self._translate(instance, seq, before))
+        for at_ns, _, seq, instance, before in steps:
+            translated = self._translate(instance, seq, before)
+            if at_ns >= from_ns:
+                events.extend(translated)
         return events
 
     def absorb(self, instance: InstanceRecord) -> list[pb.Event]:

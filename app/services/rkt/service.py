@@ -6,9 +6,11 @@ Behaviour where SPEC is silent (see :mod:`app.services.rkt.pods` for the mapping
   carries only its id, and the manifest; Inspect* returns everything.
 - All times are seconds since the epoch (pod timestamps: nanoseconds). ``since_time`` is
   inclusive, ``until_time`` exclusive. ListenEvents without ``since_time`` sends only new events;
-  with one it first replays the stored transitions from then on. A stream with ``until_time``
-  closes at that moment. Streams that open together start from one shared read of the
-  instances, so one may also get a change made a moment before it opened.
+  with one it first replays the events from then on, but never from before this API service
+  started (the document: events are those since the API service started). The history behind
+  them stays stored across restarts and still shows in pods (times, states) and GetLogs. A
+  stream with ``until_time`` closes at that moment. Streams that open together start from one
+  shared read of the instances, so one may also get a change made a moment before it opened.
 - GetLogs: one line per transition of the pod's app; ``lines`` 0 means all; an ``app_name`` the
   pod does not have is NOT_FOUND. The first reply carries the existing lines (possibly none); with
   ``follow`` new lines follow until the client leaves, ``until_time`` passes or the pod is
@@ -107,6 +109,8 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.global_flags = global_flags
         self.version = __version__
         self.open_streams = 0
+        # ListenEvents replays nothing from before this moment (see the module docstring).
+        self.started_ns = time.time_ns()
         self._recent: dict[int, InstanceRecord] = {}
         self._stream_starts: SharedCalls[tuple[int, list[InstanceRecord]]] = SharedCalls()
 
@@ -212,7 +216,8 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         try:
             revision, instances = await self._stream_start()
             translator = EventTranslator()
-            backlog = translator.replay(instances)
+            since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
+            backlog = translator.replay(instances, since_ns)
             if wanted.since_time:
                 replayed = [e for e in backlog if filters.event_matches(e, wanted)]
                 if replayed:

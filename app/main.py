@@ -145,7 +145,9 @@ class Portico:
         # instances.
         scheduler = scheduler_system(store, settings)
         servicers.update(scheduler.servicers)
-        servicers["v1alpha.PublicAPI"] = RuntimeService(store, global_flags(settings.tls))
+        servicers["v1alpha.PublicAPI"] = RuntimeService(
+            store, global_flags(settings.tls), settings.sim_step_seconds
+        )
         jobs.extend(scheduler.jobs)
 
         # The edge-cloud controller, its simulated cloudlet resource manager, and this replica's

@@ -325,20 +325,21 @@ class LogLine:
     text: str
 
 
+def log_prefix(at_ns: int, app: str, node: str) -> str:
+    """``<RFC 3339 time with ms> <app>[<node>]:``, the start of every log line."""
+    when = datetime.fromtimestamp(at_ns / 1e9, UTC)
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    return f"{stamp} {app}[{node or '-'}]:"
+
+
 def log_lines(instance: InstanceRecord, after_seq: int = 0) -> list[LogLine]:
-    """The app's log: one line per transition (after ``after_seq``), timestamped."""
-    lines = []
-    for transition in instance.history:
-        if transition.seq <= after_seq:
-            continue
-        when = datetime.fromtimestamp(transition.at_ns / 1e9, UTC)
-        stamp = when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
-        node = transition.node or "-"
-        status = spb.Status.Name(transition.status)
-        lines.append(
-            LogLine(
-                transition.at_ns,
-                f"{stamp} {instance.name}[{node}]: {status}: {transition.description}",
-            )
+    """The app's lifecycle: one line per transition (after ``after_seq``), timestamped."""
+    return [
+        LogLine(
+            t.at_ns,
+            f"{log_prefix(t.at_ns, instance.name, t.node)} "
+            f"{spb.Status.Name(t.status)}: {t.description}",
         )
-    return lines
+        for t in instance.history
+        if t.seq > after_seq
+    ]

@@ -11,10 +11,11 @@ Behaviour where SPEC is silent (see :mod:`app.services.rkt.pods` for the mapping
   them stays stored across restarts and still shows in pods (times, states) and GetLogs. A
   stream with ``until_time`` closes at that moment. Streams that open together start from one
   shared read of the instances, so one may also get a change made a moment before it opened.
-- GetLogs: one line per transition of the pod's app; ``lines`` 0 means all; an ``app_name`` the
-  pod does not have is NOT_FOUND. The first reply carries the existing lines (possibly none); with
-  ``follow`` new lines follow until the client leaves, ``until_time`` passes or the pod is
-  garbage-collected.
+- GetLogs: one line per transition of the pod's app, interleaved with what the app writes while
+  it runs (simulated, see :mod:`app.services.rkt.app_output`); ``lines`` 0 means all (at most
+  ``MAX_LOG_LINES``, the latest); an ``app_name`` the pod does not have is NOT_FOUND. The first
+  reply carries the existing lines (possibly none); with ``follow`` new lines follow until the
+  client leaves, ``until_time`` passes or the pod is garbage-collected.
 """
 
 from __future__ import annotations
@@ -29,14 +30,13 @@ import grpc
 from app import __version__
 from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.rkt import filters
+from app.services.rkt.logs import PodLog, output_interval_ns
 from app.services.rkt.pods import (
     Detail,
     EventTranslator,
-    LogLine,
     image_imports,
     image_of,
     is_pod,
-    log_lines,
     pod_of,
 )
 from app.services.status import Violations, abort, abort_invalid, abort_store_error
@@ -76,11 +76,6 @@ def _times_violations(since: int, until: int, prefix: str = "") -> Violations:
     return found
 
 
-def _in_window(line: LogLine, since: int, until: int) -> bool:
-    seconds = line.at_ns // 1_000_000_000
-    return (not since or seconds >= since) and (not until or seconds < until)
-
-
 class _Follow:
     """Iterates a store watch, ending quietly at an optional wall-clock deadline."""
 
@@ -104,9 +99,12 @@ class _Follow:
 class RuntimeService(pb_grpc.PublicAPIServicer):
     """Pods and images on the nodes, as the scheduler placed them."""
 
-    def __init__(self, store: ObjectStore, global_flags: pb.GlobalFlags) -> None:
+    def __init__(
+        self, store: ObjectStore, global_flags: pb.GlobalFlags, step_seconds: float = 1.0
+    ) -> None:
         self.store = store
         self.global_flags = global_flags
+        self.output_interval_ns = output_interval_ns(step_seconds)
         self.version = __version__
         self.open_streams = 0
         # ListenEvents replays nothing from before this moment (see the module docstring).
@@ -260,29 +258,19 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
                 f"pod {request.pod_id!r} has no app {request.app_name!r} "
                 f"(its app is {instance.name!r})",
             )
-        since, until = request.since_time, request.until_time
+        log = PodLog(
+            self.output_interval_ns,
+            request.since_time * 1_000_000_000,
+            request.until_time * 1_000_000_000,
+        )
         self.open_streams += 1
         try:
-            lines = [line for line in log_lines(instance) if _in_window(line, since, until)]
-            if request.lines:
-                lines = lines[-request.lines :]
+            lines, cursor = log.first(instance, request.lines)
             yield pb.GetLogsResponse(lines=[line.text for line in lines])
             if not request.follow or instance.status == spb.TERMINATED:
                 return
-            seen = instance.history[-1].seq
             async with contextlib.aclosing(self.store.watch(INSTANCE, revision)) as events:
-                follow = _Follow(events, until)
-                while (event := await follow.next()) is not None:
-                    if event.key != request.pod_id or event.type is EventType.DELETED:
-                        continue
-                    instance = InstanceRecord.from_bytes(event.data)
-                    new = [
-                        line for line in log_lines(instance, seen) if _in_window(line, since, until)
-                    ]
-                    seen = instance.history[-1].seq
-                    if new:
-                        yield pb.GetLogsResponse(lines=[line.text for line in new])
-                    if instance.status == spb.TERMINATED:
-                        return
+                async for new in log.follow(instance, events, cursor):
+                    yield pb.GetLogsResponse(lines=[line.text for line in new])
         finally:
             self.open_streams -= 1

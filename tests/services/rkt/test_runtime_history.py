@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import gen  # noqa: F401
@@ -62,5 +63,81 @@ def test_since_time_replays_only_events_since_the_service_started(tmp_path):
             # The earlier history is still there in the pod itself.
             pod = (await server.http.get("/v1/runtime/pods/web-1", headers=headers(token))).json()
             assert int(pod["pod"]["started_at"]) // 1_000_000_000 >= before
+
+    run(scenario())
+
+
+NGINX_ACCESS = re.compile(
+    r'^\d+\.\d+\.\d+\.\d+ - - \[[^]]+\] "(GET|POST) \S+ HTTP/1\.1" \d{3} \d+ '
+)
+
+
+def _split(line: str) -> tuple[str, str]:
+    """(timestamp, text after the ``app[node]:`` prefix)."""
+    stamp, rest = line.split(" ", 1)
+    return stamp, rest.split("]: ", 1)[1]
+
+
+def _is_lifecycle(text: str) -> bool:
+    return text.split(":")[0] in pb.Status.DESCRIPTOR.values_by_name
+
+
+def test_logs_interleave_the_apps_seeded_output_with_its_lifecycle(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=1) as server:
+            token = await server.login()
+            stub = pb_grpc.InstanceServiceStub(server.channel)
+            for name, uri in (("web", "docker://nginx:1.25"), ("cache", "redis:7.4")):
+                call = stub.Create(instance(name, id=name, uri=uri), metadata=bearer(token))
+                await anext(call.__aiter__())
+                call.cancel()
+                await wait_status(server, name, pb.RUNNING)
+            api = rkt_grpc.PublicAPIStub(server.channel)
+
+            # Following: the app writes on its own, with no state change.
+            follow = api.GetLogs(
+                rkt.GetLogsRequest(pod_id="web", follow=True), metadata=bearer(token)
+            )
+            reader = follow.__aiter__()
+            first = [_split(line) for line in (await anext(reader)).lines]
+            assert [t for _, t in first if _is_lifecycle(t)][-1].startswith("RUNNING")
+            written: list[tuple[str, str]] = []
+            while len(written) < 3:
+                written += [
+                    _split(line) for line in (await asyncio.wait_for(anext(reader), 5)).lines
+                ]
+            follow.cancel()
+            assert all(NGINX_ACCESS.match(text) for _, text in written), written
+
+            await stub.Stop(pb.InstanceIdentifier(id="web"), metadata=bearer(token))
+            await wait_status(server, "web", pb.STOPPED)
+            until = int(time.time()) + 1
+            while int(time.time()) < until:  # the window below lies wholly in the past
+                await asyncio.sleep(0.05)
+            params = {"until_time": until}
+            auth = headers(token)
+            reply = await server.http.get("/v1/runtime/pods/web/logs", params=params, headers=auth)
+            lines = [_split(line) for line in json.loads(reply.text)["result"]["lines"]]
+            texts = [text for _, text in lines]
+            assert [stamp for stamp, _ in lines] == sorted(stamp for stamp, _ in lines)
+            stopped = next(i for i, t in enumerate(texts) if t.startswith("STOPPED"))
+            running_at = next(i for i, t in enumerate(texts) if t.startswith("RUNNING"))
+            app = [t for t in texts[running_at + 1 : stopped] if not _is_lifecycle(t)]
+            assert len(app) >= 3 and all(NGINX_ACCESS.match(t) for t in app)
+            # Nothing is written once the app stopped; the same window reads the same (seeded).
+            assert all(_is_lifecycle(t) for t in texts[stopped:])
+            again = await server.http.get("/v1/runtime/pods/web/logs", params=params, headers=auth)
+            assert again.text == reply.text
+            last = await api.GetLogs(
+                rkt.GetLogsRequest(pod_id="web", lines=3, until_time=until), metadata=bearer(token)
+            ).read()
+            assert [_split(line)[1] for line in last.lines] == texts[-3:]
+
+            # Another image, another style: redis's own log lines.
+            cache = await api.GetLogs(
+                rkt.GetLogsRequest(pod_id="cache"), metadata=bearer(token)
+            ).read()
+            output = [t for _, t in map(_split, cache.lines) if not _is_lifecycle(t)]
+            assert output and all(re.match(r"^1:M \d\d \w{3} \d{4} [\d:.]+ \* ", t) for t in output)
 
     run(scenario())

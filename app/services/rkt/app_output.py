@@ -15,12 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import gen  # noqa: F401
 from app.services.kudo.images import parse_reference
 from app.services.kudo.records import InstanceRecord
 from app.sim.seeded import digest
-
-from scheduler import scheduler_pb2 as spb
+from gen.scheduler import scheduler_pb2 as spb
 
 Run = tuple[int, int | None, str]  # (start ns, end ns or None while running, node)
 Line = tuple[int, str]  # (at ns, text without the prefix)

@@ -12,13 +12,11 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
-import gen  # noqa: F401
 from app.services.kudo.records import UP, InstanceRecord
 from app.services.rkt.app_output import app_lines
 from app.services.rkt.pods import LogLine, log_lines, log_prefix
 from app.store import Event, EventType
-
-from scheduler import scheduler_pb2 as spb
+from gen.scheduler import scheduler_pb2 as spb
 
 MAX_LOG_LINES = 10_000
 # The app writes a line about every two simulated steps, but never more than 20 a second.

@@ -1,11 +1,18 @@
 """The runtime view of the scheduler's instances: pods, images, events and log lines.
 
-An instance that has been placed on a node is a pod (pod id = instance id; its one app is the
-instance's container, named like the instance, running the image its ``uri`` names). Everything
+Every instance is a pod (pod id = instance id; its one app is the instance's container, named
+like the instance, running the image its ``uri`` names). One waiting for a node (never placed, or
+being placed again) is a pod in state PREPARING with the annotation ``scheduler/node: none``: the
+API's only way to show an unplaced instance. Every pod also carries ``scheduler/node-state``, the
+state of its node as the scheduler sees it: ``READY`` (reporting RUNNING with capacity),
+``FAILED``, ``NOT_READY`` (registered, not reporting RUNNING yet), ``UNKNOWN`` (no longer
+registered) or ``none``, and ``scheduler/instance-name`` and ``scheduler/status``. Pods in the
+states the document shows bare (Embryo, Preparing, AbortedPrepare) show id, state and these
+annotations only. Everything
 here is derived from the stored instance records and their transitions, so it is the same on
 every replica and after a restart.
 
-Pod states: SCHEDULING (being rescheduled) → EMBRYO, SCHEDULED → PREPARING, STARTING → PREPARED,
+Pod states: SCHEDULING (waiting for a node) → PREPARING, SCHEDULED → PREPARING, STARTING → PREPARED,
 RUNNING/STOPPING → RUNNING, STOPPED → EXITED, DESTROYING → DELETING, TERMINATED → GARBAGE, FAILED
 → EXITED if it ran since its last placement, else ABORTED_PREPARE.
 Events per transition: placed → IMAGE_IMPORTED (first placement of that image only); STARTING →
@@ -18,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -35,8 +42,9 @@ _FORMATS = {
     "docker": pb.ImageFormat(type=pb.IMAGE_TYPE_DOCKER, version="2.2"),
     "oci": pb.ImageFormat(type=pb.IMAGE_TYPE_OCI, version="1.0.0"),
 }
+UNPLACED = "none"
 _POD_STATES = {
-    spb.SCHEDULING: pb.POD_STATE_EMBRYO,
+    spb.SCHEDULING: pb.POD_STATE_PREPARING,
     spb.SCHEDULED: pb.POD_STATE_PREPARING,
     spb.STARTING: pb.POD_STATE_PREPARED,
     spb.RUNNING: pb.POD_STATE_RUNNING,
@@ -59,8 +67,8 @@ class Detail:
     FULL = 2  # InspectPod/InspectImage
 
 
-def is_pod(instance: InstanceRecord) -> bool:
-    """Whether the instance has ever been placed on a node."""
+def was_placed(instance: InstanceRecord) -> bool:
+    """Whether the instance has ever been placed on a node (its image was pulled there)."""
     return bool(instance.node) or any(t.status == spb.SCHEDULED for t in instance.history)
 
 
@@ -128,10 +136,27 @@ def image_of(reference: ImageReference, imported_ns: int, detail: int) -> pb.Ima
     return image
 
 
-def pod_of(instance: InstanceRecord, detail: int, images: dict[str, int] | None = None) -> pb.Pod:
-    """The pod an (ever placed) instance is; ``images`` maps image ids to import times."""
+def pod_of(
+    instance: InstanceRecord,
+    detail: int,
+    images: dict[str, int] | None = None,
+    node_states: Mapping[str, str] | None = None,
+) -> pb.Pod:
+    """The pod an instance is; ``images`` maps image ids to import times, ``node_states`` node
+    ids to their state (see the module docstring)."""
     state = pod_state(instance)
     pod = pb.Pod(id=instance.id, state=state)
+    node_state = (node_states or {}).get(instance.node, "UNKNOWN") if instance.node else UNPLACED
+    pod.annotations.extend(
+        _kv(
+            [
+                ("scheduler/instance-name", instance.name),
+                ("scheduler/node", instance.node or UNPLACED),
+                ("scheduler/node-state", node_state),
+                ("scheduler/status", spb.Status.Name(instance.status)),
+            ]
+        )
+    )
     if state in _BARE_STATES:
         return pod
     life = _placement(instance)
@@ -147,15 +172,6 @@ def pod_of(instance: InstanceRecord, detail: int, images: dict[str, int] | None 
         # A stable stand-in for the stage1 pid: derived from the pod and its start.
         digest = hashlib.sha256(f"{instance.id}:{started}".encode()).digest()
         pod.pid = 1000 + int.from_bytes(digest[:4], "big") % 60000
-    pod.annotations.extend(
-        _kv(
-            [
-                ("scheduler/instance-name", instance.name),
-                ("scheduler/node", instance.node),
-                ("scheduler/status", spb.Status.Name(instance.status)),
-            ]
-        )
-    )
     if running:
         pod.cgroup = cgroup_of(instance.id)
         pod.networks.append(pb.Network(name=NETWORK, ipv4=instance.ip))
@@ -204,7 +220,7 @@ def image_imports(instances: Iterable[InstanceRecord]) -> dict[str, tuple[ImageR
     """Every image on the nodes by id, with the time its first pod was placed."""
     found: dict[str, tuple[ImageReference, int]] = {}
     for instance in instances:
-        if not is_pod(instance):
+        if not was_placed(instance):
             continue
         reference = parse_reference(instance.uri)
         placed = [t.at_ns for t in instance.history if t.status == spb.SCHEDULED]

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from app import __version__
-from app.services.kudo.records import INSTANCE, InstanceRecord
+from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
 from app.services.rkt.logs import PodLog, output_interval_ns
 from app.services.rkt.pods import (
@@ -36,7 +36,6 @@ from app.services.rkt.pods import (
     EventTranslator,
     image_imports,
     image_of,
-    is_pod,
     pod_of,
 )
 from app.services.status import Violations, abort, abort_invalid, abort_store_error
@@ -115,6 +114,17 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
     async def _instances(self) -> list[InstanceRecord]:
         return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
 
+    async def _node_states(self) -> dict[str, str]:
+        """Each registered node's state as pods show it (see :mod:`app.services.rkt.pods`)."""
+        states = {}
+        for record in await self.store.list(NODE):
+            node = NodeRecord.from_bytes(record.data)
+            if node.healthy:
+                states[node.id] = "READY"
+            else:
+                states[node.id] = "FAILED" if node.status == spb.FAILED else "NOT_READY"
+        return states
+
     async def _stream_start(self) -> tuple[int, list[InstanceRecord]]:
         """A revision and every instance as of it, for an event stream to start from.
 
@@ -134,7 +144,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         except StoreError as exc:
             await abort_store_error(context, exc)
         instance = None if record is None else InstanceRecord.from_bytes(record.data)
-        if record is None or instance is None or not is_pod(instance):
+        if record is None or instance is None:
             await abort(context, grpc.StatusCode.NOT_FOUND, f"pod {pod_id!r} not found")
         return instance, record.revision
 
@@ -154,13 +164,14 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
     async def ListPods(
         self, request: pb.ListPodsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListPodsResponse:
-        instances = [i for i in await self._instances() if is_pod(i)]
+        instances = await self._instances()
         imports = {k: at for k, (_, at) in image_imports(instances).items()}
+        nodes = await self._node_states()
         # Filters see the whole pod; the reply then shows the requested detail.
-        full = [(pod_of(i, Detail.FULL, imports), i) for i in instances]
+        full = [(pod_of(i, Detail.FULL, imports, nodes), i) for i in instances]
         chosen = {p.id for p in filters.select_pods([p for p, _ in full], request.filters)}
         detail = Detail.LISTED if request.detail else Detail.REDUCED
-        pods = [pod_of(i, detail, imports) for p, i in full if p.id in chosen]
+        pods = [pod_of(i, detail, imports, nodes) for p, i in full if p.id in chosen]
         return pb.ListPodsResponse(pods=pods)
 
     async def InspectPod(
@@ -172,7 +183,8 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             await abort_invalid(context, found)
         instance, _ = await self._pod_instance(request.id, context)
         imports = {k: at for k, (_, at) in image_imports(await self._instances()).items()}
-        return pb.InspectPodResponse(pod=pod_of(instance, Detail.FULL, imports))
+        nodes = await self._node_states()
+        return pb.InspectPodResponse(pod=pod_of(instance, Detail.FULL, imports, nodes))
 
     async def ListImages(
         self, request: pb.ListImagesRequest, context: grpc.aio.ServicerContext

@@ -35,17 +35,34 @@ RUN = (*PLACED, pb.STARTING, pb.RUNNING)
         ((*RUN, pb.DESTROYING, pb.TERMINATED), rkt.POD_STATE_GARBAGE),
         ((*RUN, pb.FAILED), rkt.POD_STATE_EXITED),
         ((*PLACED, pb.FAILED), rkt.POD_STATE_ABORTED_PREPARE),
-        ((*RUN, pb.SCHEDULING), rkt.POD_STATE_EMBRYO),
+        ((*RUN, pb.SCHEDULING), rkt.POD_STATE_PREPARING),
+        ((pb.SCHEDULING,), rkt.POD_STATE_PREPARING),
     ],
 )
 def test_pod_states_follow_the_instance(path, state):
     assert pod_state(_instance(*path)) == state
 
 
-def test_preparing_pods_show_only_id_and_state():
-    assert pod_of(_instance(*PLACED), Detail.FULL) == rkt.Pod(
-        id="id-1", state=rkt.POD_STATE_PREPARING
-    )
+def _annotations(pod: rkt.Pod) -> dict[str, str]:
+    return {kv.Key: kv.value for kv in pod.annotations}
+
+
+def test_preparing_pods_show_only_id_state_and_the_scheduler_annotations():
+    pod = pod_of(_instance(*PLACED), Detail.FULL, node_states={"n1": "READY"})
+    assert (pod.id, pod.state) == ("id-1", rkt.POD_STATE_PREPARING)
+    assert not pod.apps and not pod.manifest and not pod.created_at and not pod.networks
+    assert _annotations(pod) == {
+        "scheduler/instance-name": "web",
+        "scheduler/node": "n1",
+        "scheduler/node-state": "READY",
+        "scheduler/status": "SCHEDULED",
+    }
+    unplaced = pod_of(_instance(pb.SCHEDULING), Detail.FULL)
+    assert unplaced.state == rkt.POD_STATE_PREPARING
+    assert _annotations(unplaced)["scheduler/node"] == "none"
+    assert _annotations(unplaced)["scheduler/node-state"] == "none"
+    gone = pod_of(_instance(*RUN), Detail.REDUCED, node_states={})
+    assert _annotations(gone)["scheduler/node-state"] == "UNKNOWN"
 
 
 def test_each_transition_becomes_events_once():

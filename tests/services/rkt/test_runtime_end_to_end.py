@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+from google.protobuf import json_format
 
 from app.services.kudo.images import parse_reference
 from gen.scheduler import scheduler_pb2 as pb
@@ -55,16 +56,31 @@ def test_instances_on_nodes_are_pods_with_their_images(tmp_path):
             cache = await _start(server, token, "cache", ETCD)
             waiting = await _start(server, token, "huge", NGINX, cpu=100)
             auth = headers(token)
+            api = rkt_grpc.PublicAPIStub(server.channel)
 
             reduced = _pods(await server.http.post("/v1/runtime/pods:list", json={}, headers=auth))
-            assert set(reduced) == {web, cache}  # never placed: not a pod
+            assert set(reduced) == {web, cache, waiting}
+            # Never placed: a preparing pod whose node is "none"; the others show their node's.
+            assert reduced[waiting]["state"] == "POD_STATE_PREPARING"
+            notes = {
+                pod: {kv["Key"]: kv["value"] for kv in reduced[pod]["annotations"]}
+                for pod in (waiting, web)
+            }
+            assert notes[waiting]["scheduler/node"] == "none"
+            assert notes[waiting]["scheduler/status"] == "SCHEDULING"
+            assert notes[web]["scheduler/node"] == "sim-node-1"
+            assert notes[web]["scheduler/node-state"] == "READY"
+            unplaced = {"filters": [{"annotations": [{"Key": "scheduler/node", "value": "none"}]}]}
+            found = await api.ListPods(
+                json_format.ParseDict(unplaced, rkt.ListPodsRequest()), metadata=bearer(token)
+            )
+            assert [pod.id for pod in found.pods] == [waiting]
             assert reduced[web]["state"] == "POD_STATE_RUNNING"
             assert reduced[web]["apps"] == [] and reduced[web]["manifest"] == ""
             assert reduced[web]["networks"][0]["ipv4"].startswith("10.128.0.")
             assert reduced[web]["cgroup"].startswith("/machine.slice/machine-rkt")
             assert int(reduced[web]["started_at"]) >= int(reduced[web]["created_at"]) > 0
 
-            api = rkt_grpc.PublicAPIStub(server.channel)
             listed = await api.ListPods(rkt.ListPodsRequest(detail=True), metadata=bearer(token))
             by_id = {pod.id: pod for pod in listed.pods}
             etcd = parse_reference(ETCD)
@@ -90,9 +106,8 @@ def test_instances_on_nodes_are_pods_with_their_images(tmp_path):
             app = inspected.json()["pod"]["apps"][0]
             assert (app["image"]["name"], app["image"]["version"]) == ("nginx", "1.25")
             assert app["state"] == "APP_STATE_RUNNING"
-            for unknown in ("no-such-pod", waiting):
-                missing = await server.http.get(f"/v1/runtime/pods/{unknown}", headers=auth)
-                assert missing.status_code == 404
+            missing = await server.http.get("/v1/runtime/pods/no-such-pod", headers=auth)
+            assert missing.status_code == 404
 
             images = await server.http.post("/v1/runtime/images:list", json={}, headers=auth)
             listed_images = {i["name"]: i for i in images.json()["images"]}

@@ -8,14 +8,12 @@ import json
 import re
 import time
 
-import gen  # noqa: F401
+from gen.scheduler import scheduler_pb2 as pb
+from gen.scheduler import scheduler_pb2_grpc as pb_grpc
+from gen.v1alpha import api_pb2 as rkt
+from gen.v1alpha import api_pb2_grpc as rkt_grpc
 from tests.harness import run, running
 from tests.services.kudo.world import bearer, headers, instance, wait_status
-
-from scheduler import scheduler_pb2 as pb
-from scheduler import scheduler_pb2_grpc as pb_grpc
-from v1alpha import api_pb2 as rkt
-from v1alpha import api_pb2_grpc as rkt_grpc
 
 
 def test_since_time_replays_only_events_since_the_service_started(tmp_path):

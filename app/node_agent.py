@@ -3,8 +3,14 @@
 The agent keeps a self-signed certificate (CN = the node name) in ``--cert-dir`` (created on first
 run, reused after), logs in with a ``node`` account, registers, and reports its capacity every
 ``--interval`` seconds until interrupted; then it ends its stream, and the scheduler gives it the
-grace period to come back. It runs no containers itself: the server's simulated runtime moves its
-instances, so its reported usage is zero. If the server goes away it reconnects with backoff.
+grace period to come back. If the server goes away it reconnects with backoff.
+
+It runs no containers itself (the server's simulated runtime moves its instances), but it learns
+them as a real agent would, through the runtime API: its node's running pods (``ListPods``
+filtered by the ``scheduler/node`` annotation; a node account sees only its own anyway), listed
+again on every runtime event (``ListenEvents``) and before every report. Each report's usage is
+the sum of what those pods use at that moment (:mod:`app.sim.usage`, seeded and varying over time
+within each pod's ``scheduler/limit``), so the node's resource summary matches its instances.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +31,14 @@ import grpc
 
 from app.services.kudo.certificates import self_signed
 from app.services.names import dns_label_problem
+from app.sim.usage import usage_at
 from gen.scheduler import scheduler_pb2 as pb
 from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from gen.services.auth import auth_pb2, auth_pb2_grpc
+from gen.v1alpha import api_pb2 as rkt
+from gen.v1alpha import api_pb2_grpc as rkt_grpc
+
+Metadata = tuple[tuple[str, str], ...]
 
 RETRY_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 MAX_BACKOFF_SECONDS = 5.0
@@ -147,21 +159,80 @@ def load_or_create_certificate(cert_dir: Path, name: str) -> str:
     return cert
 
 
-def _report(options: AgentOptions) -> pb.NodeStatus:
+def _limit(pod: rkt.Pod) -> tuple[int, int, int]:
+    """The pod's limits from its ``scheduler/limit`` annotation (``cpu=1 memory=128 disk=1``)."""
+    for annotation in pod.annotations:
+        if annotation.Key == "scheduler/limit":
+            values = dict(part.split("=", 1) for part in annotation.value.split() if "=" in part)
+            with contextlib.suppress(KeyError, ValueError):
+                return int(values["cpu"]), int(values["memory"]), int(values["disk"])
+    return 0, 0, 0
+
+
+class NodePods:
+    """The node's running pods as the runtime API shows them, kept current."""
+
+    def __init__(self, node: str, runtime: rkt_grpc.PublicAPIStub, metadata: Metadata) -> None:
+        self.node = node
+        self.runtime = runtime
+        self.metadata = metadata
+        self.running: dict[str, tuple[int, int, int]] = {}
+
+    async def refresh(self) -> None:
+        """List the node's running pods again."""
+        mine = rkt.PodFilter(
+            annotations=[rkt.KeyValue(Key="scheduler/node", value=self.node)],
+            states=[rkt.POD_STATE_RUNNING],
+        )
+        reply = await self.runtime.ListPods(
+            rkt.ListPodsRequest(filters=[mine]), metadata=self.metadata
+        )
+        self.running = {pod.id: _limit(pod) for pod in reply.pods}
+
+    async def follow(self, stop: asyncio.Event) -> None:
+        """Refresh on every runtime event until ``stop``; a broken stream is opened again."""
+        while not stop.is_set():
+            try:
+                await self.refresh()
+                events = self.runtime.ListenEvents(
+                    rkt.ListenEventsRequest(filter=rkt.EventFilter()), metadata=self.metadata
+                )
+                async for _ in events:
+                    await self.refresh()
+            except grpc.aio.AioRpcError as error:
+                if error.code() not in RETRY_CODES:
+                    raise
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+
+    def usage(self, at_seconds: float) -> pb.ResourceSummary:
+        """What the running pods use at ``at_seconds``."""
+        total = [0, 0, 0]
+        for pod_id, limit in self.running.items():
+            for i, used in enumerate(usage_at(pod_id, limit, at_seconds)):
+                total[i] += used
+        return pb.ResourceSummary(cpu=total[0], memory=total[1], disk=total[2])
+
+
+def _report(options: AgentOptions, usage: pb.ResourceSummary) -> pb.NodeStatus:
     return pb.NodeStatus(
         id=options.name,
         status=pb.RUNNING,
         statusDescription="node agent reporting",
         resource=pb.Resource(
             limit=pb.ResourceSummary(cpu=options.cpu, memory=options.memory, disk=options.disk),
-            usage=pb.ResourceSummary(),
+            usage=usage,
         ),
     )
 
 
-async def _reports(options: AgentOptions, stop: asyncio.Event) -> AsyncIterator[pb.NodeStatus]:
+async def _reports(
+    options: AgentOptions, pods: NodePods, stop: asyncio.Event
+) -> AsyncIterator[pb.NodeStatus]:
     while not stop.is_set():
-        yield _report(options)
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await pods.refresh()  # events may have been missed while the stream reconnected
+        yield _report(options, pods.usage(time.time()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), options.interval)
 
@@ -190,7 +261,14 @@ async def serve_node(options: AgentOptions, certificate: str, stop: asyncio.Even
             pb.NodeRegisterRequest(certificate=certificate), metadata=metadata
         )
         print(f"node {options.name}: {reply.description}", flush=True)
-        await nodes.Status(_reports(options, stop), metadata=metadata)
+        pods = NodePods(options.name, rkt_grpc.PublicAPIStub(channel), metadata)
+        following = asyncio.create_task(pods.follow(stop))
+        try:
+            await nodes.Status(_reports(options, pods, stop), metadata=metadata)
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                await following
 
 
 async def run_agent(options: AgentOptions, stop: asyncio.Event) -> None:

@@ -5,8 +5,9 @@
 - ``operator``: everything but the admin-only RPCs;
 - ``viewer``: read-only RPCs — names starting ``Get``, ``List``, ``Show`` or ``Inspect`` (which
   covers ``GetLogs``, ``ListenEvents`` and ``GetInfo``) and all of the storage statistics;
-- ``node``: the scheduler's ``NodeService`` only (which lets a node account act only for the node
-  named like it);
+- ``node``: the scheduler's ``NodeService`` (which lets a node account act only for the node
+  named like it), and the read-only runtime API ``v1alpha.PublicAPI``, where a node account
+  sees only its own node's pods: what ``portico node-agent`` follows;
 - every signed-in account may ``Logout``.
 
 A new RPC is covered by these rules the moment it is added to a .proto.
@@ -46,7 +47,7 @@ ADMIN_ONLY_METHODS = frozenset(
         "edgeproto.CloudletInfoApi.EvictCloudletInfo",
     }
 )
-NODE_SERVICES = frozenset({"scheduler.NodeService"})
+NODE_SERVICES = frozenset({"scheduler.NodeService", "v1alpha.PublicAPI"})
 READ_ONLY_SERVICES = frozenset({"stats.StatsService"})
 READ_ONLY_PREFIXES = ("Get", "List", "Show", "Inspect")
 

@@ -18,6 +18,7 @@ from app.services.kudo.lifecycle import IllegalTransition, after_request, is_rep
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import FINAL, INSTANCE, InstanceRecord, capacity_of
 from app.sim.clock import Clock
+from app.sim.usage import usage_at
 from app.store import AlreadyExists, Conflict, EventType, NotFound, ObjectStore
 from gen.scheduler import scheduler_pb2 as pb
 
@@ -115,7 +116,8 @@ async def follow_instance(
                 return
 
 
-def running_usage(limit: Capacity) -> Capacity:
-    """What a running instance uses in the simulation: half its cpu, 60% of its memory and a
-    quarter of its disk, rounded up (a fixed share, so the numbers are reproducible)."""
-    return Capacity(-(-limit.cpu // 2), -(-limit.memory * 3 // 5), -(-limit.disk // 4))
+def running_usage(instance_id: str, limit: Capacity, at_seconds: float | None = None) -> Capacity:
+    """What a running instance uses in the simulation at ``at_seconds`` (default: now): a
+    seeded share of its limits that changes over time (:mod:`app.sim.usage`)."""
+    when = time.time() if at_seconds is None else at_seconds
+    return Capacity(*usage_at(instance_id, (limit.cpu, limit.memory, limit.disk), when))

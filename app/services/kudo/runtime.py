@@ -45,7 +45,7 @@ def next_state(instance: InstanceRecord) -> InstanceRecord:
             f"container running at {instance.ip}; ports {ports}",
             at_ns=at_ns,
             step=instance.step + STEPS[status],
-            usage=running_usage(instance.limit),
+            usage=running_usage(instance.id, instance.limit, at_ns / 1e9),
         )
     if status == pb.STOPPING:
         return instance.moved(

@@ -2,21 +2,24 @@
 
 They register through the same code as ``Register`` (with fixed certificates, so a restart finds
 them registered already) and report through the same code as ``Status``, every quarter of the
-grace period: their usage is the sum of their instances' usage. They say no goodbye when the
-server stops: like real nodes, they fall silent.
+grace period: their usage is the sum of what their running instances use at that moment
+(:func:`app.services.kudo.instances.running_usage`, which varies over time). They say no
+goodbye when the server stops: like real nodes, they fall silent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from app.services.kudo.certificates import read_node_certificate, simulated_certificate
 from app.services.kudo.errors import SchedulerError
+from app.services.kudo.instances import running_usage
 from app.services.kudo.nodes import register_node, report_status
 from app.services.kudo.placement import Capacity
-from app.services.kudo.records import INSTANCE, InstanceRecord, summary
+from app.services.kudo.records import INSTANCE, UP, InstanceRecord, summary
 from app.sim.clock import Clock
 from app.store import ObjectStore
 from gen.scheduler import scheduler_pb2 as pb
@@ -31,10 +34,12 @@ def simulated_node_name(index: int) -> str:
 
 async def _usage_by_node(store: ObjectStore) -> dict[str, Capacity]:
     usage: dict[str, Capacity] = {}
+    now = time.time()
     for record in await store.list(INSTANCE):
         instance = InstanceRecord.from_bytes(record.data)
-        if instance.reserves:
-            usage[instance.node] = usage.get(instance.node, Capacity()) + instance.usage
+        if instance.reserves and instance.status in UP:
+            used = running_usage(instance.id, instance.limit, now)
+            usage[instance.node] = usage.get(instance.node, Capacity()) + used
     return usage
 
 

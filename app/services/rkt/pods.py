@@ -6,7 +6,8 @@ being placed again) is a pod in state PREPARING with the annotation ``scheduler/
 API's only way to show an unplaced instance. Every pod also carries ``scheduler/node-state``, the
 state of its node as the scheduler sees it: ``READY`` (reporting RUNNING with capacity),
 ``FAILED``, ``NOT_READY`` (registered, not reporting RUNNING yet), ``UNKNOWN`` (no longer
-registered) or ``none``, and ``scheduler/instance-name`` and ``scheduler/status``. Pods in the
+registered) or ``none``, and ``scheduler/instance-name``, ``scheduler/status`` and
+``scheduler/limit`` (``cpu=1 memory=128 disk=1``, what a node agent sums usage over). Pods in the
 states the document shows bare (Embryo, Preparing, AbortedPrepare) show id, state and these
 annotations only. Everything
 here is derived from the stored instance records and their transitions, so it is the same on
@@ -136,6 +137,12 @@ def image_of(reference: ImageReference, imported_ns: int, detail: int) -> pb.Ima
     return image
 
 
+def limit_annotation(instance: InstanceRecord) -> str:
+    """``cpu=<n> memory=<n> disk=<n>``: the instance's resource limits."""
+    limit = instance.limit
+    return f"cpu={limit.cpu} memory={limit.memory} disk={limit.disk}"
+
+
 def pod_of(
     instance: InstanceRecord,
     detail: int,
@@ -154,6 +161,7 @@ def pod_of(
                 ("scheduler/node", instance.node or UNPLACED),
                 ("scheduler/node-state", node_state),
                 ("scheduler/status", spb.Status.Name(instance.status)),
+                ("scheduler/limit", limit_annotation(instance)),
             ]
         )
     )

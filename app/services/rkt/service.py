@@ -11,6 +11,8 @@ Behaviour where SPEC is silent (see :mod:`app.services.rkt.pods` for the mapping
   them stays stored across restarts and still shows in pods (times, states) and GetLogs. A
   stream with ``until_time`` closes at that moment. Streams that open together start from one
   shared read of the instances, so one may also get a change made a moment before it opened.
+- A ``node`` account (``portico node-agent``) sees only the pods on the node named like it, as
+  a kubelet sees only its own: other pods are NOT_FOUND, and lists and events leave them out.
 - GetLogs: one line per transition of the pod's app, interleaved with what the app writes while
   it runs (simulated, see :mod:`app.services.rkt.app_output`); ``lines`` 0 means all (at most
   ``MAX_LOG_LINES``, the latest); an ``app_name`` the pod does not have is NOT_FOUND. The first
@@ -28,6 +30,8 @@ from collections.abc import AsyncIterator
 import grpc
 
 from app import __version__
+from app.auth.gate import current_caller
+from app.auth.policy import Role
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
 from app.services.rkt.logs import PodLog, output_interval_ns
@@ -75,6 +79,12 @@ def _times_violations(since: int, until: int, prefix: str = "") -> Violations:
     return found
 
 
+def _visible(instance: InstanceRecord) -> bool:
+    """Whether the caller may see this pod: a node account only its own node's."""
+    caller = current_caller.get()
+    return caller is None or caller.role != Role.NODE or instance.node == caller.username
+
+
 class _Follow:
     """Iterates a store watch, ending quietly at an optional wall-clock deadline."""
 
@@ -111,8 +121,12 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self._recent: dict[int, InstanceRecord] = {}
         self._stream_starts: SharedCalls[tuple[int, list[InstanceRecord]]] = SharedCalls()
 
-    async def _instances(self) -> list[InstanceRecord]:
+    async def _all_instances(self) -> list[InstanceRecord]:
         return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
+
+    async def _instances(self) -> list[InstanceRecord]:
+        """The instances the caller may see."""
+        return [i for i in await self._all_instances() if _visible(i)]
 
     async def _node_states(self) -> dict[str, str]:
         """Each registered node's state as pods show it (see :mod:`app.services.rkt.pods`)."""
@@ -136,7 +150,8 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
 
     async def _read_stream_start(self) -> tuple[int, list[InstanceRecord]]:
         revision = await self.store.current_revision()
-        return revision, await self._instances()
+        # Shared by every caller's stream: unfiltered (each stream filters for its caller).
+        return revision, await self._all_instances()
 
     async def _pod_instance(self, pod_id: str, context: grpc.aio.ServicerContext) -> tuple:
         try:
@@ -144,7 +159,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         except StoreError as exc:
             await abort_store_error(context, exc)
         instance = None if record is None else InstanceRecord.from_bytes(record.data)
-        if record is None or instance is None:
+        if record is None or instance is None or not _visible(instance):
             await abort(context, grpc.StatusCode.NOT_FOUND, f"pod {pod_id!r} not found")
         return instance, record.revision
 
@@ -225,6 +240,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.open_streams += 1
         try:
             revision, instances = await self._stream_start()
+            instances = [i for i in instances if _visible(i)]
             translator = EventTranslator()
             since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
             backlog = translator.replay(instances, since_ns)
@@ -237,7 +253,10 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
                 while (event := await follow.next()) is not None:
                     if event.type is EventType.DELETED:
                         continue
-                    fresh = translator.absorb(self._decoded(event.revision, event.data))
+                    instance = self._decoded(event.revision, event.data)
+                    if not _visible(instance):
+                        continue
+                    fresh = translator.absorb(instance)
                     matching = [e for e in fresh if filters.event_matches(e, wanted)]
                     if matching:
                         yield pb.ListenEventsResponse(events=matching)

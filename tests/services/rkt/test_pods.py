@@ -56,6 +56,7 @@ def test_preparing_pods_show_only_id_state_and_the_scheduler_annotations():
         "scheduler/node": "n1",
         "scheduler/node-state": "READY",
         "scheduler/status": "SCHEDULED",
+        "scheduler/limit": "cpu=1 memory=1 disk=1",
     }
     unplaced = pod_of(_instance(pb.SCHEDULING), Detail.FULL)
     assert unplaced.state == rkt.POD_STATE_PREPARING

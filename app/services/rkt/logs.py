@@ -7,14 +7,13 @@ many, the latest); a follow sends the app's new lines about every ``interval`` w
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator
 
 from app.services.kudo.records import UP, InstanceRecord
 from app.services.rkt.app_output import app_lines
 from app.services.rkt.pods import LogLine, log_lines, log_prefix
+from app.services.rkt.waiting import NextEvent
 from app.store import Event, EventType
 from gen.scheduler import scheduler_pb2 as spb
 
@@ -71,7 +70,7 @@ class PodLog:
         """New lines as the pod changes and its app writes, until the window closes or the pod
         is garbage-collected."""
         seen = instance.history[-1].seq if instance.history else 0
-        pending: asyncio.Future[Event] | None = None
+        waiting = NextEvent(events)
         try:
             while True:
                 now = time.time_ns()
@@ -82,13 +81,9 @@ class PodLog:
                 if self.until_ns:
                     left = (self.until_ns - now) / 1e9
                     timeout = left if timeout is None else min(timeout, left)
-                if pending is None:
-                    pending = asyncio.ensure_future(anext(events))
-                done, _ = await asyncio.wait({pending}, timeout=timeout)
-                if pending in done:
-                    event, pending = pending.result(), None
-                    if event.key == instance.id and event.type is not EventType.DELETED:
-                        instance = InstanceRecord.from_bytes(event.data)
+                event = await waiting.within(timeout)
+                if event and event.key == instance.id and event.type is not EventType.DELETED:
+                    instance = InstanceRecord.from_bytes(event.data)
                 end = self._end(time.time_ns())
                 new = self.lines(instance, cursor_ns, end, seen, MAX_LOG_LINES)
                 cursor_ns = end
@@ -98,7 +93,4 @@ class PodLog:
                 if instance.status == spb.TERMINATED:
                     return
         finally:
-            if pending is not None:
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await pending
+            await waiting.close()

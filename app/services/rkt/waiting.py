@@ -1,0 +1,39 @@
+"""Waiting for the next store event or a moment, whichever comes first, without losing events.
+
+``asyncio.wait_for(anext(watch), t)`` would cancel the watch's pending read on a timeout (and
+with it the watch); :class:`NextEvent` keeps that read pending across timeouts instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from app.store import Event
+
+
+class NextEvent:
+    """Reads a store watch one event at a time, each read bounded by an optional timeout."""
+
+    def __init__(self, events: AsyncIterator[Event]) -> None:
+        self._events = events
+        self._pending: asyncio.Future[Event] | None = None
+
+    async def within(self, timeout: float | None) -> Event | None:
+        """The next event, or None if ``timeout`` seconds pass first (None: wait for one)."""
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(anext(self._events))
+        done, _ = await asyncio.wait({self._pending}, timeout=timeout)
+        if self._pending not in done:
+            return None
+        event, self._pending = self._pending.result(), None
+        return event
+
+    async def close(self) -> None:
+        """Drop the pending read (before the watch itself is closed)."""
+        if self._pending is not None:
+            self._pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await self._pending
+            self._pending = None

@@ -94,6 +94,8 @@ class Settings:
     node_grace_seconds: float = _rule(30.0, between(0.001, 86_400.0))
     # In-process simulated scheduler nodes, so the embedded default has capacity.
     sim_nodes: int = _rule(2, between(0, 1000))
+    # An image no pod uses any more is removed from the nodes after this long.
+    image_retention_seconds: float = _rule(3600.0, between(0.0, 31_536_000.0))
     demo: bool = False
 
     def __post_init__(self) -> None:

@@ -146,7 +146,10 @@ class Portico:
         scheduler = scheduler_system(store, settings)
         servicers.update(scheduler.servicers)
         servicers["v1alpha.PublicAPI"] = RuntimeService(
-            store, global_flags(settings.tls), settings.sim_step_seconds
+            store,
+            global_flags(settings.tls),
+            settings.sim_step_seconds,
+            settings.image_retention_seconds,
         )
         jobs.extend(scheduler.jobs)
 

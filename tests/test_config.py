@@ -43,3 +43,10 @@ def test_flags_win_over_the_environment():
     args = _parser().parse_args(["serve", "--http-port", "7000"])
     settings = settings_from(args, base)
     assert (settings.http_port, settings.grpc_port) == (7000, 9001)
+
+
+def test_image_retention_is_read_and_checked():
+    settings = Settings.from_env({"PORTICO_IMAGE_RETENTION_SECONDS": "90"})
+    assert settings.image_retention_seconds == 90.0
+    with pytest.raises(ValueError, match="PORTICO_IMAGE_RETENTION_SECONDS"):
+        Settings.from_env({"PORTICO_IMAGE_RETENTION_SECONDS": "-1"})

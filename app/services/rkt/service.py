@@ -22,7 +22,6 @@ Behaviour where SPEC is silent (see :mod:`app.services.rkt.pods` for the mapping
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
@@ -34,17 +33,14 @@ from app.auth.gate import current_caller
 from app.auth.policy import Role
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
+from app.services.rkt.events import EventTranslator, images_present
+from app.services.rkt.images import Detail, image_of
 from app.services.rkt.logs import PodLog, output_interval_ns
-from app.services.rkt.pods import (
-    Detail,
-    EventTranslator,
-    image_imports,
-    image_of,
-    pod_of,
-)
+from app.services.rkt.pods import pod_of
+from app.services.rkt.waiting import NextEvent
 from app.services.status import Violations, abort, abort_invalid, abort_store_error
 from app.shared_calls import SharedCalls
-from app.store import Event, EventType, ObjectStore, StoreError
+from app.store import EventType, ObjectStore, StoreError
 from gen.scheduler import scheduler_pb2 as spb
 from gen.v1alpha import api_pb2 as pb
 from gen.v1alpha import api_pb2_grpc as pb_grpc
@@ -85,34 +81,19 @@ def _visible(instance: InstanceRecord) -> bool:
     return caller is None or caller.role != Role.NODE or instance.node == caller.username
 
 
-class _Follow:
-    """Iterates a store watch, ending quietly at an optional wall-clock deadline."""
-
-    def __init__(self, events: AsyncIterator[Event], until: int) -> None:
-        self._events = events
-        self._until = until
-
-    async def next(self) -> Event | None:
-        """The next store event, or None once the deadline has passed."""
-        if not self._until:
-            return await anext(self._events)
-        remaining = self._until - time.time()
-        if remaining <= 0:
-            return None
-        try:
-            return await asyncio.wait_for(anext(self._events), remaining)
-        except TimeoutError:
-            return None
-
-
 class RuntimeService(pb_grpc.PublicAPIServicer):
     """Pods and images on the nodes, as the scheduler placed them."""
 
     def __init__(
-        self, store: ObjectStore, global_flags: pb.GlobalFlags, step_seconds: float = 1.0
+        self,
+        store: ObjectStore,
+        global_flags: pb.GlobalFlags,
+        step_seconds: float = 1.0,
+        image_retention_seconds: float = 3600.0,
     ) -> None:
         self.store = store
         self.global_flags = global_flags
+        self.image_retention_ns = int(image_retention_seconds * 1e9)
         self.output_interval_ns = output_interval_ns(step_seconds)
         self.version = __version__
         self.open_streams = 0
@@ -127,6 +108,10 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
     async def _instances(self) -> list[InstanceRecord]:
         """The instances the caller may see."""
         return [i for i in await self._all_instances() if _visible(i)]
+
+    def _images(self, instances: list[InstanceRecord]) -> dict:
+        """The images on the nodes now (see :mod:`app.services.rkt.images`)."""
+        return images_present(instances, self.image_retention_ns)
 
     async def _node_states(self) -> dict[str, str]:
         """Each registered node's state as pods show it (see :mod:`app.services.rkt.pods`)."""
@@ -180,7 +165,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self, request: pb.ListPodsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListPodsResponse:
         instances = await self._instances()
-        imports = {k: at for k, (_, at) in image_imports(instances).items()}
+        imports = {k: at for k, (_, at) in self._images(instances).items()}
         nodes = await self._node_states()
         # Filters see the whole pod; the reply then shows the requested detail.
         full = [(pod_of(i, Detail.FULL, imports, nodes), i) for i in instances]
@@ -197,14 +182,14 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             found.add("id", "is required (the pod id)")
             await abort_invalid(context, found)
         instance, _ = await self._pod_instance(request.id, context)
-        imports = {k: at for k, (_, at) in image_imports(await self._instances()).items()}
+        imports = {k: at for k, (_, at) in self._images(await self._instances()).items()}
         nodes = await self._node_states()
         return pb.InspectPodResponse(pod=pod_of(instance, Detail.FULL, imports, nodes))
 
     async def ListImages(
         self, request: pb.ListImagesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListImagesResponse:
-        imports = image_imports(await self._instances())
+        imports = self._images(await self._instances())
         everything = [image_of(ref, at, Detail.FULL) for ref, at in imports.values()]
         chosen = {i.id for i in filters.select_images(everything, request.filters)}
         detail = Detail.LISTED if request.detail else Detail.REDUCED
@@ -222,7 +207,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             found = Violations()
             found.add("id", "is required (the image id, sha512-...)")
             await abort_invalid(context, found)
-        imports = image_imports(await self._instances())
+        imports = self._images(await self._instances())
         if request.id not in imports:
             await abort(context, grpc.StatusCode.NOT_FOUND, f"image {request.id!r} not found")
         reference, at = imports[request.id]
@@ -241,25 +226,33 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         try:
             revision, instances = await self._stream_start()
             instances = [i for i in instances if _visible(i)]
-            translator = EventTranslator()
+            translator = EventTranslator(self.image_retention_ns)
             since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
             backlog = translator.replay(instances, since_ns)
             if wanted.since_time:
                 replayed = [e for e in backlog if filters.event_matches(e, wanted)]
                 if replayed:
                     yield pb.ListenEventsResponse(events=replayed)
+            until_ns = wanted.until_time * 1_000_000_000
             async with contextlib.aclosing(self.store.watch(INSTANCE, revision)) as events:
-                follow = _Follow(events, wanted.until_time)
-                while (event := await follow.next()) is not None:
-                    if event.type is EventType.DELETED:
-                        continue
-                    instance = self._decoded(event.revision, event.data)
-                    if not _visible(instance):
-                        continue
-                    fresh = translator.absorb(instance)
-                    matching = [e for e in fresh if filters.event_matches(e, wanted)]
-                    if matching:
-                        yield pb.ListenEventsResponse(events=matching)
+                waiting = NextEvent(events)
+                try:
+                    while not until_ns or time.time_ns() < until_ns:
+                        # Wake for the next change, an image's removal, or the stream's end.
+                        moments = [m for m in (translator.next_due(), until_ns) if m]
+                        timeout = (min(moments) - time.time_ns()) / 1e9 if moments else None
+                        event = await waiting.within(None if timeout is None else max(timeout, 0))
+                        fresh = []
+                        if event is not None and event.type is not EventType.DELETED:
+                            instance = self._decoded(event.revision, event.data)
+                            if _visible(instance):
+                                fresh = translator.absorb(instance)
+                        fresh += translator.removals(time.time_ns())
+                        matching = [e for e in fresh if filters.event_matches(e, wanted)]
+                        if matching:
+                            yield pb.ListenEventsResponse(events=matching)
+                finally:
+                    await waiting.close()
         finally:
             self.open_streams -= 1
 

@@ -6,7 +6,9 @@ import pytest
 
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import InstanceRecord
-from app.services.rkt.pods import Detail, EventTranslator, pod_of, pod_state
+from app.services.rkt.events import EventTranslator
+from app.services.rkt.images import Detail
+from app.services.rkt.pods import pod_of, pod_state
 from gen.scheduler import scheduler_pb2 as pb
 from gen.v1alpha import api_pb2 as rkt
 
@@ -67,7 +69,7 @@ def test_preparing_pods_show_only_id_state_and_the_scheduler_annotations():
 
 
 def test_each_transition_becomes_events_once():
-    translator = EventTranslator()
+    translator = EventTranslator(3600 * 10**9)
     record = _instance(*RUN)
     kinds = [rkt.EventType.Name(e.type) for e in translator.replay([record])]
     assert kinds == [

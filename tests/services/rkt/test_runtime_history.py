@@ -139,3 +139,79 @@ def test_logs_interleave_the_apps_seeded_output_with_its_lifecycle(tmp_path):
             assert output and all(re.match(r"^1:M \d\d \w{3} \d{4} [\d:.]+ \* ", t) for t in output)
 
     run(scenario())
+
+
+def test_unused_images_are_removed_after_the_retention_with_an_event(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=1, image_retention_seconds=0.5) as server:
+            token = await server.login()
+            auth = headers(token)
+            stub = pb_grpc.InstanceServiceStub(server.channel)
+            api = rkt_grpc.PublicAPIStub(server.channel)
+
+            async def start(instance_id: str, uri: str) -> None:
+                call = stub.Create(
+                    instance(instance_id, id=instance_id, uri=uri), metadata=bearer(token)
+                )
+                await anext(call.__aiter__())
+                call.cancel()
+                await wait_status(server, instance_id, pb.RUNNING)
+
+            async def images() -> dict[str, dict]:
+                reply = await server.http.post("/v1/runtime/images:list", json={}, headers=auth)
+                return {image["name"]: image for image in reply.json()["images"]}
+
+            await start("web", "docker://nginx:1.25")
+            await start("db", "redis:7.4")
+            listed = await images()
+            assert 60 * 2**20 < int(listed["nginx"]["size"]) < 75 * 2**20
+            assert 40 * 2**20 < int(listed["redis"]["size"]) < 50 * 2**20
+            labels = {kv["Key"]: kv["value"] for kv in listed["nginx"]["labels"]}
+            assert labels == {"version": "1.25", "os": "linux", "arch": "amd64"}
+
+            kinds = [rkt.EVENT_TYPE_IMAGE_REMOVED, rkt.EVENT_TYPE_IMAGE_IMPORTED]
+            live = api.ListenEvents(
+                rkt.ListenEventsRequest(filter=rkt.EventFilter(types=kinds)),
+                metadata=bearer(token),
+            )
+            reader = live.__aiter__()
+            await asyncio.sleep(0.1)  # listening before the change
+            since = int(time.time())
+            destroyed = time.monotonic()
+            await stub.Destroy(pb.InstanceIdentifier(id="web"), metadata=bearer(token))
+            removed = await asyncio.wait_for(anext(reader), 5)
+            assert time.monotonic() - destroyed >= 0.5  # not before the retention ended
+            assert [(rkt.EventType.Name(e.type), getattr(e, "from")) for e in removed.events] == [
+                ("EVENT_TYPE_IMAGE_REMOVED", "nginx")
+            ]
+            assert set(await images()) == {"redis"}  # the image in use stays
+            nginx = removed.events[0].id
+            gone = await api.ListImages(rkt.ListImagesRequest(), metadata=bearer(token))
+            assert [i.name for i in gone.images] == ["redis"]
+            missing = await server.http.get(f"/v1/runtime/images/{nginx}", headers=auth)
+            assert missing.status_code == 404
+
+            # Used again: imported again. The REST replay shows both events in order.
+            await start("web-2", "docker://nginx:1.25")
+            again = await asyncio.wait_for(anext(reader), 5)
+            assert [rkt.EventType.Name(e.type) for e in again.events] == [
+                "EVENT_TYPE_IMAGE_IMPORTED"
+            ]
+            live.cancel()
+            body = {
+                "filter": {
+                    "ids": [nginx],
+                    "since_time": since,
+                    "until_time": int(time.time()) + 1,
+                }
+            }
+            reply = await server.http.post("/v1/runtime/events:listen", json=body, headers=auth)
+            replayed = [
+                e["type"]
+                for line in reply.text.splitlines()
+                for e in json.loads(line)["result"]["events"]
+            ]
+            # (``since`` is in whole seconds: the first import may fall into it too.)
+            assert replayed[-2:] == ["EVENT_TYPE_IMAGE_REMOVED", "EVENT_TYPE_IMAGE_IMPORTED"]
+
+    run(scenario())

@@ -1,0 +1,151 @@
+"""Runtime events, translated from the instances' transitions (and the image shelf's clock).
+
+Events per transition: placed → IMAGE_IMPORTED (when the image is not on the nodes); STARTING →
+POD_PREPARED; RUNNING → POD_STARTED, APP_STARTED; leaving RUNNING/STOPPING → APP_EXITED,
+POD_EXITED; FAILED while preparing → POD_PREPARE_ABORTED; TERMINATED → POD_GARBAGE_COLLECTED.
+IMAGE_REMOVED comes at the moment an unused image's retention ends
+(:mod:`app.services.rkt.images`), which no transition marks: streams ask :meth:`next_due`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from app.services.kudo.images import ImageReference, parse_reference
+from app.services.kudo.records import UP, InstanceRecord
+from app.services.rkt.images import ImageShelf, key_values
+from app.services.rkt.pods import KILLED_EXIT_CODE, was_placed
+from gen.scheduler import scheduler_pb2 as spb
+from gen.v1alpha import api_pb2 as pb
+
+
+def _event(kind: int, subject: str, name: str, at_ns: int, data: dict[str, str]) -> pb.Event:
+    event = pb.Event(
+        type=kind, id=subject, time=at_ns // 1_000_000_000, data=key_values(data.items())
+    )
+    setattr(event, "from", name)
+    return event
+
+
+class EventTranslator:
+    """Turns instance transitions into rkt events, each transition exactly once."""
+
+    def __init__(self, image_retention_ns: int) -> None:
+        self.shelf = ImageShelf(image_retention_ns)
+        self.seen: dict[str, int] = {}
+
+    def replay(
+        self, instances: Iterable[InstanceRecord], from_ns: int = 0, now_ns: int | None = None
+    ) -> list[pb.Event]:
+        """The events of every transition so far (and image removals due by ``now_ns``) at or
+        after ``from_ns``, in time order; earlier ones are translated too, so that the image
+        shelf is right."""
+        steps = []
+        for instance in instances:
+            for index, transition in enumerate(instance.history):
+                before = instance.history[index - 1].status if index else None
+                steps.append((transition.at_ns, instance.id, transition.seq, instance, before))
+            if instance.history:
+                self.seen[instance.id] = instance.history[-1].seq
+        steps.sort(key=lambda step: step[:3])
+        events: list[pb.Event] = []
+        for at_ns, _, seq, instance, before in steps:
+            events.extend(e for at, e in self._removals(at_ns) if at >= from_ns)
+            translated = self._translate(instance, seq, before)
+            if at_ns >= from_ns:
+                events.extend(translated)
+        now = time.time_ns() if now_ns is None else now_ns
+        events.extend(e for at, e in self._removals(now) if at >= from_ns)
+        return events
+
+    def absorb(self, instance: InstanceRecord) -> list[pb.Event]:
+        """The events of the instance's transitions not translated yet."""
+        last = self.seen.get(instance.id, 0)
+        events: list[pb.Event] = []
+        for index, transition in enumerate(instance.history):
+            if transition.seq > last:
+                before = instance.history[index - 1].status if index else None
+                events.extend(self.removals(transition.at_ns))
+                events.extend(self._translate(instance, transition.seq, before))
+        if instance.history:
+            self.seen[instance.id] = instance.history[-1].seq
+        return events
+
+    def next_due(self) -> int | None:
+        """When the next IMAGE_REMOVED is due (nanoseconds), if one is waiting."""
+        return self.shelf.next_due()
+
+    def removals(self, now_ns: int) -> list[pb.Event]:
+        """IMAGE_REMOVED for every unused image whose retention ended by ``now_ns``."""
+        return [event for _, event in self._removals(now_ns)]
+
+    def _removals(self, now_ns: int) -> list[tuple[int, pb.Event]]:
+        return [
+            (at, _event(pb.EVENT_TYPE_IMAGE_REMOVED, ref.id, ref.name, at, {"uri": ref.uri}))
+            for ref, at in self.shelf.remove_due(now_ns)
+        ]
+
+    def _translate(self, instance: InstanceRecord, seq: int, before: int | None) -> list[pb.Event]:
+        transition = next(t for t in instance.history if t.seq == seq)
+        status, at = transition.status, transition.at_ns
+        pod = {"node": transition.node}
+        events: list[pb.Event] = []
+        if status == spb.SCHEDULED:
+            reference = parse_reference(instance.uri)
+            if self.shelf.placed(instance.id, reference, at):
+                events.append(
+                    _event(
+                        pb.EVENT_TYPE_IMAGE_IMPORTED,
+                        reference.id,
+                        reference.name,
+                        at,
+                        {"uri": instance.uri},
+                    )
+                )
+        if before in UP and status not in UP:
+            code = 0 if status == spb.STOPPED else KILLED_EXIT_CODE
+            events.append(
+                _event(
+                    pb.EVENT_TYPE_APP_EXITED,
+                    instance.id,
+                    instance.name,
+                    at,
+                    {"app": instance.name, "exit_code": str(code)},
+                )
+            )
+            events.append(_event(pb.EVENT_TYPE_POD_EXITED, instance.id, instance.name, at, pod))
+        if status == spb.STARTING:
+            events.append(_event(pb.EVENT_TYPE_POD_PREPARED, instance.id, instance.name, at, pod))
+        elif status == spb.RUNNING:
+            events.append(_event(pb.EVENT_TYPE_POD_STARTED, instance.id, instance.name, at, pod))
+            events.append(
+                _event(
+                    pb.EVENT_TYPE_APP_STARTED,
+                    instance.id,
+                    instance.name,
+                    at,
+                    {"app": instance.name},
+                )
+            )
+        elif status == spb.FAILED and before in (spb.SCHEDULED, spb.STARTING):
+            events.append(
+                _event(pb.EVENT_TYPE_POD_PREPARE_ABORTED, instance.id, instance.name, at, pod)
+            )
+        elif status == spb.TERMINATED and any(
+            t.status == spb.SCHEDULED for t in instance.history if t.seq < seq
+        ):
+            events.append(
+                _event(pb.EVENT_TYPE_POD_GARBAGE_COLLECTED, instance.id, instance.name, at, pod)
+            )
+            self.shelf.released(instance.id, parse_reference(instance.uri), at)
+        return events
+
+
+def images_present(
+    instances: Iterable[InstanceRecord], retention_ns: int, now_ns: int | None = None
+) -> dict[str, tuple[ImageReference, int]]:
+    """The images on the nodes now: id → (reference, import time in ns)."""
+    translator = EventTranslator(retention_ns)
+    translator.replay([i for i in instances if was_placed(i)], now_ns=now_ns)
+    return dict(translator.shelf.present)

@@ -29,8 +29,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from app import __version__
-from app.auth.gate import current_caller
-from app.auth.policy import Role
+from app.callers import Role, current_caller
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
 from app.services.rkt.events import EventTranslator, images_present

@@ -20,7 +20,7 @@ import datetime
 import hashlib
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -90,7 +90,7 @@ def read_node_identity(text: str, now: datetime.datetime | None = None) -> NodeC
     return NodeCertificate(node_id, f"node-id:{node_id}")
 
 
-def verified_peer_certificate(auth_context: Mapping[str, Sequence[bytes]]) -> str | None:
+def verified_peer_certificate(auth_context: Mapping[str, Iterable[bytes]]) -> str | None:
     """The PEM client certificate gRPC verified on this call's TLS connection, if there is one.
 
     gRPC only offers ``x509_pem_cert`` once the handshake checked it against the client CAs the
@@ -98,7 +98,7 @@ def verified_peer_certificate(auth_context: Mapping[str, Sequence[bytes]]) -> st
     """
     if list(auth_context.get("transport_security_type", ())) != [b"ssl"]:
         return None
-    certificates = auth_context.get("x509_pem_cert") or ()
+    certificates = list(auth_context.get("x509_pem_cert", ()))
     return certificates[0].decode() if certificates else None
 
 

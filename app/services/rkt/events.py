@@ -20,7 +20,9 @@ from gen.scheduler import scheduler_pb2 as spb
 from gen.v1alpha import api_pb2 as pb
 
 
-def _event(kind: int, subject: str, name: str, at_ns: int, data: dict[str, str]) -> pb.Event:
+def _event(
+    kind: pb.EventType, subject: str, name: str, at_ns: int, data: dict[str, str]
+) -> pb.Event:
     event = pb.Event(
         type=kind, id=subject, time=at_ns // 1_000_000_000, data=key_values(data.items())
     )

@@ -47,6 +47,7 @@ const SIGNED_IN = new Set(['services.auth.AuthService.Logout']);
 const ADMIN_ONLY_SERVICES = new Set(['edgeproto.CloudletRefsApi', 'edgeproto.ClusterRefsApi', 'edgeproto.NotifyApi']);
 const ADMIN_ONLY = new Set(['edgeproto.CloudletInfoApi.InjectCloudletInfo', 'edgeproto.CloudletInfoApi.EvictCloudletInfo']);
 const READ_ONLY_SERVICES = new Set(['stats.StatsService']);
+const NODE_SERVICES = new Set(['scheduler.NodeService', 'v1alpha.PublicAPI']);
 const READ_ONLY_PREFIXES = ['Get', 'List', 'Show', 'Inspect'];
 
 export function isReadOnly(rpc) {
@@ -60,7 +61,7 @@ export function allows(roleName, rpc) {
   if (PUBLIC.has(rpc) || SIGNED_IN.has(rpc)) return true;
   const service = rpc.slice(0, rpc.lastIndexOf('.'));
   if (roleName === 'admin') return true;
-  if (roleName === 'node') return service === 'scheduler.NodeService';
+  if (roleName === 'node') return NODE_SERVICES.has(service);
   if (ADMIN_ONLY_SERVICES.has(service) || ADMIN_ONLY.has(rpc)) return false;
   if (roleName === 'operator') return true;
   if (roleName === 'viewer') return isReadOnly(rpc);

@@ -25,8 +25,10 @@ Behaviour where SPEC.md is silent:
   (finish one version-skew step before the next).
 - Repair: ``ScaleNodePool`` deploys the failed machines of the pools it names again (also at an
   unchanged count), with a fresh retry budget; deleting a pool releases its machines, and a pool
-  added again under that name gets new deployments. Failed control-plane machines are retried by
-  the reconciler (see :mod:`app.services.kaas.reconciler`); past that, delete and recreate.
+  added again gets new deployments (under the same name the simulation picks the same machines,
+  whose seeded first deployment fails again: scale instead, or use a new name). Failed
+  control-plane machines are retried by the reconciler (see
+  :mod:`app.services.kaas.reconciler`); past that, delete and recreate.
 - ``ScaleNodePool`` to the current counts with no failed machine changes nothing.
 - ``UpgradeCluster``: a version that is not one of ``GetUpgradeClusterInformation``'s is
   INVALID_ARGUMENT on ``version``, listing the choices.

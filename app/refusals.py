@@ -64,12 +64,15 @@ class Rejected(Exception):
         *,
         retry_after: float = 0.0,
         challenge: str = "",
+        details: Iterable[message_pb.Message] = (),
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.violations = tuple(violations)
         self.retry_after = retry_after
+        # More google.rpc details (e.g. the ResourceInfo of what was not found).
+        self.details = tuple(details)
         # RFC 6750's WWW-Authenticate answer to a token that was given but is not good.
         self.challenge = challenge
 
@@ -80,7 +83,9 @@ class Rejected(Exception):
 
     def status(self) -> grpc.Status:
         """The refusal as a rich gRPC status."""
-        return rich_status(self.code, self.message, self.violations, self.retry_after)
+        return rich_status(
+            self.code, self.message, self.violations, self.retry_after, extra=self.details
+        )
 
 
 def rich_status(
@@ -88,8 +93,9 @@ def rich_status(
     message: str,
     violations: Iterable[Violation] = (),
     retry_after: float = 0.0,
+    extra: Iterable[message_pb.Message] = (),
 ) -> grpc.Status:
-    """A gRPC status whose details carry the field violations and a retry delay, if any."""
+    """A gRPC status whose details carry the field violations, a retry delay and ``extra``."""
     details: list[message_pb.Message] = []
     violations = list(violations)
     if violations:
@@ -106,6 +112,7 @@ def rich_status(
     if retry_after > 0:
         delay = duration_pb2.Duration(seconds=math.ceil(retry_after))
         details.append(error_details_pb2.RetryInfo(retry_delay=delay))
+    details.extend(extra)
     packed = []
     for detail in details:
         wrapper = any_pb2.Any()

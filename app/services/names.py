@@ -38,3 +38,9 @@ def label_value_problem(value: str) -> str | None:
     if value and (len(value) > 63 or not _LABEL_PART.match(value)):
         return f"label value {value!r} must be at most 63 characters of [A-Za-z0-9-_.]"
     return None
+
+
+def dns_name(*parts: str) -> str:
+    """``web-1-0``: names joined and made DNS-safe (for URIs, path prefixes, container names)."""
+    text = "-".join(p for p in parts if p)
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"

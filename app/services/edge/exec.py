@@ -17,6 +17,7 @@ import grpc
 
 import app.services.edge.kinds as k
 from app.services.edge.records import load
+from app.services.edge.references import not_found
 from app.services.edge.validation import check_app_inst_key
 from app.services.status import Rejected, Violations
 from app.store import Reader
@@ -46,7 +47,7 @@ async def run_command(reader: Reader, request: exec_pb2.ExecRequest) -> exec_pb2
         raise Rejected.invalid(found)
     inst = await load(reader, k.APP_INST, request.app_inst_key)
     if inst is None:
-        raise Rejected(Code.NOT_FOUND, f"AppInst {k.key_string(request.app_inst_key)} not found")
+        raise not_found(k.APP_INST, request.app_inst_key, "app_inst_key")
     if inst.state != common_pb2.READY:
         raise Rejected(
             Code.FAILED_PRECONDITION,

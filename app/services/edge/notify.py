@@ -14,7 +14,10 @@ Mapping onto ``Notice``:
    the last stored object for a deletion.
 4. Meanwhile the peer may send ``UPDATE``/``DELETE`` notices whose ``any`` is a CloudletInfo,
    ClusterInstInfo, AppInstInfo or Node; they are stored (``notify_id`` set to the peer's id),
-   or deleted. Anything else is INVALID_ARGUMENT and ends the stream.
+   or deleted. An Info is a CRM's report: it drives its object and the operation in flight on
+   it (see :mod:`~app.services.edge.crm`); a peer registered as a ``NODE_CRM`` with a cloudlet
+   takes over that cloudlet from the simulated CRM. Anything else is INVALID_ARGUMENT and ends
+   the stream.
 
 The sync lasts while the peer's side is open: when it half-closes (or disconnects) the stream
 ends, and the peer's Node is removed. Over REST (half-duplex NDJSON) a POST of the VERSION notice
@@ -33,11 +36,12 @@ from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.services.edge import presence
+from app.services.edge import crm, presence
 from app.services.edge.records import put, remove
-from app.services.edge.resource_manager import dns_name
 from app.services.edge.validation import check_key
+from app.services.names import dns_name
 from app.services.status import Rejected, Violations
+from app.sim.clock import Clock
 from app.store import EventType, ObjectStore
 from gen.edgeproto import node_pb2, notice_pb2
 
@@ -87,8 +91,9 @@ def _cloudlet_of(obj: Any) -> Message | None:
 class NoticeSync:
     """One peer's sync session."""
 
-    def __init__(self, store: ObjectStore, controller: str, peer: str) -> None:
+    def __init__(self, store: ObjectStore, controller: str, peer: str, clock: Clock) -> None:
         self.store = store
+        self.clock = clock
         self.controller = controller
         self.peer = peer
         self.node = node_pb2.Node()
@@ -200,8 +205,9 @@ class NoticeSync:
             if hasattr(obj, "notify_id"):
                 obj.notify_id = self.node.notify_id
             obj.ClearField(k.FIELDS_FIELD)
+            gone = notice.action == notice_pb2.DELETE
             async with self.store.transaction() as tx:
-                if notice.action == notice_pb2.DELETE:
-                    await remove(tx, kind, kind.key_of(obj))
-                else:
-                    await put(tx, kind, obj)
+                if kind is k.NODE:
+                    await (remove(tx, kind, kind.key_of(obj)) if gone else put(tx, kind, obj))
+                else:  # a CRM's report drives its object, as the simulated CRM's do
+                    await crm.apply_report(tx, kind, obj, self.clock.now(), gone=gone)

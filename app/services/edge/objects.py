@@ -27,20 +27,32 @@ import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.services.edge import capacity, references, resource_manager
+from app.services.edge import capacity, crm, network, references
 from app.services.edge.fields import apply, matches, update_paths
-from app.services.edge.records import load, put
-from app.services.edge.resource_manager import CREATE, DELETE, UPDATE, Progress
+from app.services.edge.progress import (
+    CO,
+    CREATE,
+    DELETE,
+    UPDATE,
+    Progress,
+    current,
+    follow,
+    ignores_transient,
+)
+from app.services.edge.records import load, load_all, put
 from app.services.edge.validation import check_key, check_object
+from app.services.names import dns_name
 from app.services.status import Rejected, Violations
 from app.sim.clock import Clock
 from app.store import ObjectStore, Transaction, Writer
 from gen.distributed_match_engine import loc_pb2
-from gen.edgeproto import app_inst_pb2, app_pb2, clusterinst_pb2, common_pb2, refs_pb2
+from gen.edgeproto import app_inst_pb2, app_pb2, cluster_pb2, clusterinst_pb2, common_pb2, refs_pb2
 
 Code = grpc.StatusCode
 PROTECTED = frozenset({k.KEY_FIELD, k.FIELDS_FIELD})
 URI_DOMAIN = "edge.portico.test"
+# ClusterInsts named like this are made for (and removed with) the AppInsts that name them.
+AUTO_CLUSTER_PREFIX = "autocluster"
 
 Hook = Callable[[Transaction, Any, Any], Awaitable[None]]
 
@@ -66,6 +78,7 @@ class EdgeObjects:
         }
         self._before_update: dict[str, Hook] = {
             k.FLAVOR.name: self._flavor_updated,
+            k.CLOUDLET.name: self._cloudlet_updated,
             k.CLUSTER_INST.name: self._cluster_inst_updated,
             k.APP_INST.name: self._app_inst_updated,
         }
@@ -73,26 +86,49 @@ class EdgeObjects:
     # -- the generic operations ----------------------------------------------------------------
 
     async def create(self, kind: k.EdgeType, request: Message) -> tuple[Progress | None, int]:
-        """Store a new object; its progress (tracked types) and the commit's revision."""
+        """Store a new object; its progress (tracked types) and the commit's revision.
+
+        Creating again what a failed create left behind (CREATE_ERROR) is a retry.
+        """
         obj = without_fields(kind, request)
         found = Violations()
         check_object(kind, obj, found)
         if found:
             raise Rejected.invalid(found)
-        progress = None
         async with self.store.transaction() as tx:
-            if await tx.get(kind.kind, kind.store_key(obj)) is not None:
-                raise Rejected(Code.ALREADY_EXISTS, f"{kind.describe(obj)} already exists")
-            # Defaults come from stored (so already valid) parents.
-            await self._fill_defaults(tx, kind, obj)
-            await self._check_references(tx, kind, obj)
-            hook = self._before_create.get(kind.name)
-            if hook is not None:
-                await hook(tx, None, obj)
-            await tx.create(kind.kind, kind.store_key(obj), obj)
-            if kind in resource_manager.TRACKED:
-                progress = await resource_manager.begin(tx, kind, obj, CREATE, self.clock.now())
+            progress = await self._create_in(tx, kind, obj)
         return progress, tx.revision
+
+    async def _create_in(self, tx: Transaction, kind: k.EdgeType, obj: Any) -> Progress | None:
+        old = await load(tx, kind, kind.key_of(obj))
+        if old is not None:
+            await self._retryable(tx, kind, old)
+        # Defaults come from stored (so already valid) parents.
+        await self._fill_defaults(tx, kind, obj)
+        if kind is k.APP_INST:
+            await self._auto_cluster(tx, obj)
+        await self._check_references(tx, kind, obj)
+        hook = self._before_create.get(kind.name)
+        if hook is not None:
+            await hook(tx, None, obj)
+        await put(tx, kind, obj)
+        if kind not in crm.TRACKED:
+            return None
+        override = getattr(obj, "crm_override", CO.NO_OVERRIDE)
+        return await crm.begin(tx, kind, obj, CREATE, self.clock.now(), override)
+
+    async def _retryable(self, tx: Transaction, kind: k.EdgeType, old: Any) -> None:
+        """ALREADY_EXISTS unless ``old`` is a failed create, whose holdings are then released."""
+        info = None
+        if kind in crm.TRACKED:
+            info = await load(tx, k.INFO_OF[kind.name], kind.key_of(old))
+        running = await current(tx, kind, old) if kind in crm.TRACKED else None
+        if kind not in crm.TRACKED or running is not None or not crm.failed_create(kind, old, info):
+            raise Rejected(Code.ALREADY_EXISTS, f"{kind.describe(old)} already exists")
+        if kind is k.CLUSTER_INST:
+            await crm.release_cluster_inst(tx, old)
+        elif kind is k.APP_INST:
+            await crm.release_app_inst(tx, old)
 
     async def update(self, kind: k.EdgeType, request: Message) -> tuple[Progress | None, int]:
         """Apply the listed ``fields``; the progress if anything changed (tracked types)."""
@@ -108,9 +144,10 @@ class EdgeObjects:
         if found:
             raise Rejected.invalid(found)
         progress = None
+        override = getattr(request, "crm_override", CO.NO_OVERRIDE)
         async with self.store.transaction() as tx:
             old = await self._existing(tx, kind, request)
-            await self._require_settled(tx, kind, old)
+            await self._require_settled(tx, kind, old, override)
             new = kind.message()
             new.CopyFrom(old)
             for path in paths:
@@ -125,33 +162,64 @@ class EdgeObjects:
             if hook is not None:
                 await hook(tx, old, new)
             await tx.update(kind.kind, kind.store_key(new), new)
-            if kind in resource_manager.TRACKED:
-                progress = await resource_manager.begin(tx, kind, new, UPDATE, self.clock.now())
+            if kind in crm.TRACKED:
+                progress = await crm.begin(tx, kind, new, UPDATE, self.clock.now(), override)
         return progress, tx.revision
 
     async def delete(self, kind: k.EdgeType, request: Message) -> tuple[Progress | None, int]:
-        """Delete an unreferenced object (tracked types: start its deletion)."""
+        """Delete an unreferenced object (tracked types: start its deletion).
+
+        Deleting what a failed create left behind needs no CRM (nothing was built): it goes at
+        once. An App with ``del_opt: AUTO_DELETE`` first deletes its AppInsts and waits for them.
+        """
         found = Violations()
         check_key(kind, request, found)
         if found:
             raise Rejected.invalid(found)
+        if kind is k.APP:
+            await self._delete_app_insts_of(request)
+        override = getattr(request, "crm_override", CO.NO_OVERRIDE)
         async with self.store.transaction() as tx:
             obj = await self._existing(tx, kind, request)
-            if kind in resource_manager.TRACKED:
-                running = await resource_manager.current(tx, kind, obj)
+            if kind in crm.TRACKED:
+                running = await current(tx, kind, obj)
                 if running is not None and running.action == DELETE:
                     return running, await self.store.current_revision()
-            await self._require_settled(tx, kind, obj)
+            await self._require_settled(tx, kind, obj, override)
             user = await references.referrer(tx, kind, kind.key_of(obj))
             if user is not None:
                 raise Rejected(
                     Code.FAILED_PRECONDITION, f"{kind.describe(obj)} is in use by {user}"
                 )
-            if kind in resource_manager.TRACKED:
-                progress = await resource_manager.begin(tx, kind, obj, DELETE, self.clock.now())
+            if kind in crm.TRACKED:
+                info = await load(tx, k.INFO_OF[kind.name], kind.key_of(obj))
+                if crm.failed_create(kind, obj, info):
+                    override = CO.IGNORE_CRM
+                progress = await crm.begin(tx, kind, obj, DELETE, self.clock.now(), override)
                 return progress, tx.revision
             await tx.delete(kind.kind, kind.store_key(obj))
         return None, tx.revision
+
+    async def _delete_app_insts_of(self, request: Message) -> None:
+        """AUTO_DELETE: delete the App's AppInsts and wait until they are gone."""
+        app = await load(self.store, k.APP, request.key)
+        if app is None or app.del_opt != app_pb2.AUTO_DELETE:
+            return
+        for inst in await load_all(self.store, k.APP_INST):
+            if inst.key.app_key != app.key:
+                continue
+            progress, revision = await self.delete(k.APP_INST, app_inst_pb2.AppInst(key=inst.key))
+            if progress is None:
+                continue
+            try:
+                async for _ in follow(self.store, progress, revision):
+                    pass
+            except Rejected as failed:
+                raise Rejected(
+                    Code.FAILED_PRECONDITION,
+                    f"{k.APP.describe(app)} not deleted: its AUTO_DELETE of "
+                    f"{k.APP_INST.describe(inst)} failed: {failed.message}",
+                ) from None
 
     async def show(self, kind: k.EdgeType, request: Message) -> list[Any]:
         """Every stored object matching the request's non-empty fields, in key order."""
@@ -166,19 +234,22 @@ class EdgeObjects:
     async def _existing(self, tx: Transaction, kind: k.EdgeType, request: Message) -> Any:
         obj = await load(tx, kind, kind.key_of(request))
         if obj is None:
-            raise Rejected(Code.NOT_FOUND, f"{kind.describe(request)} not found")
+            raise references.not_found(kind, kind.key_of(request), "key")
         return obj
 
     async def _check_references(self, tx: Transaction, kind: k.EdgeType, obj: Message) -> None:
         missing = await references.missing_reference(tx, kind, obj)
         if missing is not None:
-            raise Rejected(Code.NOT_FOUND, missing)
+            raise missing
 
-    async def _require_settled(self, tx: Transaction, kind: k.EdgeType, obj: Message) -> None:
-        """FAILED_PRECONDITION while ``obj`` is being created, updated or deleted."""
-        if kind not in resource_manager.TRACKED:
+    async def _require_settled(
+        self, tx: Transaction, kind: k.EdgeType, obj: Message, override: int = 0
+    ) -> None:
+        """FAILED_PRECONDITION while ``obj`` is being created, updated or deleted (unless the
+        request says IGNORE_TRANSIENT_STATE)."""
+        if kind not in crm.TRACKED or ignores_transient(override):
             return
-        running = await resource_manager.current(tx, kind, obj)
+        running = await current(tx, kind, obj)
         if running is not None:
             raise Rejected(
                 Code.FAILED_PRECONDITION,
@@ -188,7 +259,7 @@ class EdgeObjects:
 
     async def _require_not_deleting(self, tx: Writer, kind: k.EdgeType, key: Message) -> None:
         parent = kind.message(key=key)
-        running = await resource_manager.current(tx, kind, parent)
+        running = await current(tx, kind, parent)
         if running is not None and running.action == DELETE:
             raise Rejected(
                 Code.FAILED_PRECONDITION,
@@ -209,10 +280,46 @@ class EdgeObjects:
             if app is not None:
                 obj.flavor.CopyFrom(app.default_flavor)
 
+    async def _auto_cluster(self, tx: Transaction, obj: app_inst_pb2.AppInst) -> None:
+        """Create the ClusterInst an AppInst names by the auto-cluster convention, if missing."""
+        key = obj.key.cluster_inst_key
+        if not key.cluster_key.name.startswith(AUTO_CLUSTER_PREFIX):
+            return
+        if await load(tx, k.CLUSTER_INST, key) is not None:
+            return
+        if await load(tx, k.CLUSTER, key.cluster_key) is None:
+            cluster = cluster_pb2.Cluster(key=key.cluster_key, default_flavor=obj.flavor, auto=True)
+            await self._check_references(tx, k.CLUSTER, cluster)
+            await put(tx, k.CLUSTER, cluster)
+        inst = clusterinst_pb2.ClusterInst(
+            key=key,
+            flavor=obj.flavor,
+            auto=True,
+            liveness=common_pb2.LIVENESS_DYNAMIC,
+            ip_access=obj.auto_cluster_ip_access,
+            num_masters=1,
+            num_nodes=1,
+        )
+        await self._create_in(tx, k.CLUSTER_INST, inst)
+
     # -- per-type hooks --------------------------------------------------------------------------
 
     async def _cloudlet_created(self, tx: Transaction, old: None, obj: Any) -> None:
-        await put(tx, k.CLOUDLET_REFS, refs_pb2.CloudletRefs(key=obj.key))
+        if await load(tx, k.CLOUDLET_REFS, obj.key) is None:  # a retry keeps what is reserved
+            await put(tx, k.CLOUDLET_REFS, refs_pb2.CloudletRefs(key=obj.key))
+
+    async def _cloudlet_updated(self, tx: Transaction, old: Any, new: Any) -> None:
+        """Keep addresses in use, and move the AppInsts' ``cloudlet_loc`` with the Cloudlet."""
+        refs = await capacity.cloudlet_refs(tx, new.key)
+        problem = network.address_shortfall(new, refs)
+        if problem is not None:
+            raise Rejected(Code.FAILED_PRECONDITION, f"{k.CLOUDLET.describe(new)}: {problem}")
+        if old.location == new.location:
+            return
+        for inst in await load_all(tx, k.APP_INST):
+            if inst.key.cluster_inst_key.cloudlet_key == new.key:
+                inst.cloudlet_loc.CopyFrom(new.location)
+                await put(tx, k.APP_INST, inst)
 
     async def _cluster_inst_created(
         self, tx: Transaction, old: None, obj: clusterinst_pb2.ClusterInst
@@ -220,10 +327,12 @@ class EdgeObjects:
         if k.is_empty(obj.flavor):
             raise Rejected.invalid(_required("flavor", "the Cluster has no default flavor"))
         await self._require_not_deleting(tx, k.CLOUDLET, obj.key.cloudlet_key)
-        obj.liveness = common_pb2.LIVENESS_STATIC
+        if not obj.auto:
+            obj.liveness = common_pb2.LIVENESS_STATIC
         await self._place_cluster_inst(tx, obj)
         taken = await capacity.cluster_inst_resources(tx, obj)
         await capacity.reserve_on_cloudlet(tx, obj, taken, adding=True)
+        await network.allocate_ip(tx, obj)
         await put(tx, k.CLUSTER_REFS, refs_pb2.ClusterRefs(key=obj.key))
 
     async def _place_cluster_inst(self, tx: Transaction, obj: clusterinst_pb2.ClusterInst) -> None:
@@ -258,20 +367,16 @@ class EdgeObjects:
         key = obj.key
         await self._require_not_deleting(tx, k.CLUSTER_INST, key.cluster_inst_key)
         app = await load(tx, k.APP, key.app_key)
-        if app is None:  # check_references found it earlier in this transaction
-            raise RuntimeError(f"{k.APP.describe(app_pb2.App(key=key.app_key))} vanished")
+        cluster = await load(tx, k.CLUSTER_INST, key.cluster_inst_key)
         cloudlet = await load(tx, k.CLOUDLET, key.cluster_inst_key.cloudlet_key)
         obj.liveness = common_pb2.LIVENESS_STATIC
-        obj.uri = ".".join(
-            resource_manager.dns_name(part)
-            for part in (
-                key.cluster_inst_key.cloudlet_key.name,
-                key.cluster_inst_key.cloudlet_key.operator_key.name,
-            )
-        )
-        obj.uri += f".{URI_DOMAIN}"
-        del obj.mapped_ports[:]
-        obj.mapped_ports.extend(resource_manager.mapped_ports(app.access_ports))
+        cloudlet_key = key.cluster_inst_key.cloudlet_key
+        # Shared access: the cloudlet's root LB; dedicated: the ClusterInst's own.
+        names = [cloudlet_key.name, cloudlet_key.operator_key.name]
+        if cluster.ip_access == network.IA.IP_ACCESS_DEDICATED:
+            names.insert(0, key.cluster_inst_key.cluster_key.name)
+        obj.uri = ".".join([*(dns_name(part) for part in names), URI_DOMAIN])
+        await network.allocate_ports(tx, obj, app, cluster)
         if cloudlet is not None and cloudlet.HasField("location"):
             obj.cloudlet_loc.CopyFrom(cloudlet.location)
         else:

@@ -11,9 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
 from google.protobuf.message import Message
+from google.rpc import error_details_pb2
 
 import app.services.edge.kinds as k
+from app.services.status import Rejected
 from app.store import Reader
 from gen.edgeproto import developer_pb2
 
@@ -62,8 +65,19 @@ REFERENCES = (
 )
 
 
-async def missing_reference(reader: Reader, kind: k.EdgeType, obj: Message) -> str | None:
-    """``path: Target {...} not found`` for the first reference of ``obj`` that is missing."""
+def not_found(kind: k.EdgeType, key: Message, path: str = "") -> Rejected:
+    """NOT_FOUND naming the object (and the field that refers to it), with a ResourceInfo."""
+    text = f"{kind.name} {k.key_string(key)} not found"
+    info = error_details_pb2.ResourceInfo(
+        resource_type=kind.kind,
+        resource_name=k.key_string(key),
+        description=f"{path}: {text}" if path else text,
+    )
+    return Rejected(grpc.StatusCode.NOT_FOUND, info.description, details=(info,))
+
+
+async def missing_reference(reader: Reader, kind: k.EdgeType, obj: Message) -> Rejected | None:
+    """NOT_FOUND (``path: Target {...} not found``) for the first missing reference of ``obj``."""
     for ref in REFERENCES:
         if ref.source is not kind:
             continue
@@ -71,7 +85,7 @@ async def missing_reference(reader: Reader, kind: k.EdgeType, obj: Message) -> s
         if key is None:
             continue
         if await reader.get(ref.target.kind, k.key_string(key)) is None:
-            return f"{ref.path}: {ref.target.name} {k.key_string(key)} not found"
+            return not_found(ref.target, key, ref.path)
     return None
 
 

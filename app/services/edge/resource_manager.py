@@ -1,237 +1,220 @@
 """The simulated cloudlet resource manager (CRM): carries out Cloudlet, ClusterInst and AppInst
-operations on the simulated clock and reports them in the ``*Info`` objects.
+operations on the simulated clock and reports them as an external CRM would.
 
-An accepted Create/Update/Delete writes, in the same transaction as the object, a progress
-record (``edge.progress``: action, tracked state, the step that state was entered). The leader's
-:meth:`ResourceManager.run` moves each record one state per :data:`PHASE_STEPS` steps::
+It runs on the leader for every cloudlet that has no external CRM connected (a Notify peer of
+type ``NODE_CRM`` naming the cloudlet; that one's reports drive its objects instead). Each
+operation is a plan of work steps that scales with what is built, e.g. a ClusterInst create::
 
-    create  CREATE_REQUESTED -> CREATING -> READY
-    update  UPDATE_REQUESTED -> UPDATING -> READY
-    delete  DELETE_REQUESTED -> DELETING -> (object, info and refs removed)
+    Create requested
+    Creating Heat Stack for <cluster>
+    Creating node 1 of 3 (sim.medium)          one per master and node; bigger node flavors
+    ...                                        take more clock steps per node
+    Creating Dedicated Root LB (<ip>)          dedicated ip_access only
+    Waiting for Cluster to Initialize
+    Ready
 
-writing the state into the ``*Info`` object and the object's own ``state`` field together, and
-removes the record when done. Everything it needs is stored, so it resumes after a restart. A
-ClusterInst waits in CREATE_REQUESTED while its Cloudlet is still being set up, an AppInst while
-its ClusterInst is. CloudletInfo has a ``CloudletState`` instead: NOT_PRESENT while being
-created, READY (with the simulated capacity and node flavors) once created, OFFLINE while being
-deleted.
+Every step is reported through :func:`app.services.edge.crm.apply_report`, the path an external
+CRM's Info notices take, so both behave the same. Everything is in the store, so work resumes
+after a restart.
+
+Faults: each Create/Update/Delete of a Cloudlet, ClusterInst or AppInst fails with probability
+``PORTICO_SIM_FAILURE_RATIO``, drawn from ``PORTICO_SIM_SEED``, the object's key, the action and
+the revision the operation was accepted at (so the same requests on a fresh store fail the same
+way, and a retry is a new draw). A failure is decided at the last work step and reported as the
+action's error state with a reason from :data:`FAULTS`. A ClusterInst whose Cloudlet failed to
+be created, or an AppInst whose ClusterInst did, fails as well.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
-from collections.abc import AsyncGenerator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from google.protobuf import json_format, struct_pb2
-from google.protobuf.message import Message
+from typing import Any
 
 import app.services.edge.kinds as k
-from app.services.edge import capacity
-from app.services.edge.records import PROGRESS, load, progress_key, put, remove
+from app.services.edge import capacity, crm, network
+from app.services.edge.progress import CREATE, DELETE, STATES, TS, UPDATE, Progress, record
+from app.services.edge.records import PROGRESS, load
+from app.services.names import dns_name
 from app.sim.clock import Clock
-from app.store import EventType, ObjectStore, Reader, Transaction, Writer
-from gen.distributed_match_engine import appcommon_pb2
-from gen.edgeproto import app_inst_pb2, cloudlet_pb2, clusterinst_pb2, common_pb2, result_pb2
+from app.sim.seeded import unit_interval
+from app.store import ObjectStore, Transaction
+from gen.edgeproto import cloudlet_pb2
 
 PHASE_STEPS = 1
-TS = common_pb2.TrackedState
-T = TypeVar("T")
-CREATE, UPDATE, DELETE = "create", "update", "delete"
-STATES = {
-    CREATE: (TS.CREATE_REQUESTED, TS.CREATING, TS.READY),
-    UPDATE: (TS.UPDATE_REQUESTED, TS.UPDATING, TS.READY),
-    DELETE: (TS.DELETE_REQUESTED, TS.DELETING, TS.NOT_PRESENT),
+Step = tuple[int, str, int]  # tracked state, message, clock steps it takes
+
+FAULTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("Cloudlet", "create"): (
+        "Failed to create platform VM: quota exceeded for instances",
+        "Timed out waiting for the CRM to connect",
+    ),
+    ("Cloudlet", "update"): ("Failed to update platform VM: image not found",),
+    ("Cloudlet", "delete"): ("Failed to delete platform VM: the VM is locked",),
+    ("ClusterInst", "create"): (
+        "Heat stack create failed: No valid host was found",
+        "Timed out waiting for the Kubernetes master to become ready",
+    ),
+    ("ClusterInst", "update"): ("Heat stack update failed: quota exceeded for the new nodes",),
+    ("ClusterInst", "delete"): ("Heat stack delete failed: a volume is still attached",),
+    ("AppInst", "create"): (
+        "Image pull failed: manifest unknown",
+        "Deployment did not become ready: CrashLoopBackOff",
+    ),
+    ("AppInst", "update"): ("Rolling update failed: new pods did not become ready",),
+    ("AppInst", "delete"): ("Timed out deleting the Kubernetes deployment",),
 }
-# Keyed by plain ints: stored progress gives states back as ints (TrackedState.Value's type).
-MESSAGES: dict[int, str] = {
-    TS.CREATE_REQUESTED: "Create requested",
-    TS.CREATING: "Creating",
-    TS.UPDATE_REQUESTED: "Update requested",
-    TS.UPDATING: "Updating",
-    TS.DELETE_REQUESTED: "Delete requested",
-    TS.DELETING: "Deleting",
-    TS.READY: "Ready",
-    TS.NOT_PRESENT: "Deleted",
-}
-_CLOUDLET_STATE: dict[int, cloudlet_pb2.CloudletState] = {
-    TS.CREATE_REQUESTED: cloudlet_pb2.CLOUDLET_STATE_NOT_PRESENT,
-    TS.CREATING: cloudlet_pb2.CLOUDLET_STATE_NOT_PRESENT,
-    TS.DELETE_REQUESTED: cloudlet_pb2.CLOUDLET_STATE_OFFLINE,
-    TS.DELETING: cloudlet_pb2.CLOUDLET_STATE_OFFLINE,
-}
-_PROTOCOLS = {
-    "tcp": appcommon_pb2.L_PROTO_TCP,
-    "udp": appcommon_pb2.L_PROTO_UDP,
-    "http": appcommon_pb2.L_PROTO_HTTP,
-}
-TRACKED = (k.CLOUDLET, k.CLUSTER_INST, k.APP_INST)
 
 
 @dataclass(frozen=True)
-class Progress:
-    """An operation in flight on one tracked object."""
+class Faults:
+    """Which operations fail: a share of them, picked by a seed."""
 
-    type_name: str
-    key: str  # the object's store key
-    action: str
-    state: int  # a TrackedState
-    since: int  # the step ``state`` was entered
+    ratio: float = 0.0
+    seed: int = 0
 
-    @property
-    def kind(self) -> k.EdgeType:
-        return k.BY_NAME[self.type_name]
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.ratio <= 1.0:
+            raise ValueError(f"the failure ratio must be within [0, 1], got {self.ratio!r}")
 
-    @property
-    def record_key(self) -> str:
-        return f"{self.type_name}/{self.key}"
+    def reason(self, progress: Progress) -> str | None:
+        """Why the operation fails, or None when it succeeds."""
+        parts = (self.seed, progress.type_name, progress.key, progress.action, progress.salt)
+        if unit_interval("edge-fault", *parts) >= self.ratio:
+            return None
+        reasons = FAULTS[(progress.type_name, progress.action)]
+        pick = int(unit_interval("edge-fault-reason", *parts) * len(reasons))
+        return f"{reasons[pick]} (simulated fault)"
 
-    def key_message(self) -> Message:
-        obj: Any = self.kind.message()  # every edge kind has a ``key`` message
-        key = type(obj.key)()
-        json_format.Parse(self.key, key)
-        return key
 
-    def to_struct(self) -> struct_pb2.Struct:
-        struct = struct_pb2.Struct()
-        struct.update(
-            {
-                "type": self.type_name,
-                "key": self.key,
-                "action": self.action,
-                "state": TS.Name(self.state),
-                "since": self.since,
-            }
+def _node_steps(flavor: cloudlet_pb2.FlavorInfo | None) -> int:
+    """Clock steps to build one node: bigger node flavors take longer."""
+    return PHASE_STEPS * max(1, (flavor.vcpus if flavor is not None else 1) // 4)
+
+
+async def _cluster_plan(tx: Transaction, action: str, inst: Any) -> list[Step]:
+    name = inst.key.cluster_key.name
+    working = STATES[action][1]
+    info = await load(tx, k.CLOUDLET_INFO, inst.key.cloudlet_key)
+    flavors = list(info.flavors) if info is not None and info.flavors else capacity.NODE_FLAVORS
+    node = next((f for f in flavors if f.name == inst.node_flavor), None)
+    nodes = capacity.node_count(inst)
+    dedicated = inst.ip_access == network.IA.IP_ACCESS_DEDICATED
+    if action == DELETE:
+        steps = [(working, f"Deleting Heat Stack for {name}", PHASE_STEPS)]
+        if dedicated:
+            steps.append((working, f"Deleting Dedicated Root LB ({inst.allocated_ip})", 1))
+        return steps
+    verb = "Creating" if action == CREATE else "Updating"
+    steps = [(working, f"{verb} Heat Stack for {name}", PHASE_STEPS)]
+    steps += [
+        (working, f"{verb} node {i} of {nodes} ({inst.node_flavor})", _node_steps(node))
+        for i in range(1, nodes + 1)
+    ]
+    if dedicated and action == CREATE:
+        steps.append((working, f"Creating Dedicated Root LB ({inst.allocated_ip})", PHASE_STEPS))
+    steps.append((working, "Waiting for Cluster to Initialize", PHASE_STEPS))
+    return steps
+
+
+async def _app_plan(tx: Transaction, action: str, inst: Any) -> list[Step]:
+    working = STATES[action][1]
+    name = dns_name(inst.key.app_key.name, inst.key.app_key.version)
+    flavor = await capacity.flavor_resources(tx, inst.flavor)
+    if action == DELETE:
+        return [(working, f"Deleting Kubernetes Deployment {name}", PHASE_STEPS)]
+    app = await load(tx, k.APP, inst.key.app_key)
+    steps = []
+    if action == CREATE and app is not None and app.image_path:
+        steps.append((working, f"Pulling image {app.image_path}", PHASE_STEPS))
+    verb = "Creating" if action == CREATE else "Updating"
+    steps.append(
+        (working, f"{verb} Kubernetes Deployment {name}", max(1, flavor.vcpus // 4) * PHASE_STEPS)
+    )
+    if action == CREATE and inst.mapped_ports:
+        ports = ", ".join(
+            f"{p.public_port}{p.path_prefix}/{network.proto_name(p.proto)}"
+            for p in inst.mapped_ports
         )
-        return struct
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> Progress:
-        s = struct_pb2.Struct.FromString(data)
-        return cls(
-            _stored(s, "type", str),
-            _stored(s, "key", str),
-            _stored(s, "action", str),
-            TS.Value(_stored(s, "state", str)),
-            int(_stored(s, "since", float)),  # a Struct's numbers are floats
-        )
+        steps.append((working, f"Configuring load balancer: {ports}", PHASE_STEPS))
+    steps.append((working, "Waiting for AppInst to Start", PHASE_STEPS))
+    return steps
 
 
-def _stored(struct: struct_pb2.Struct, name: str, kind: type[T]) -> T:
-    value = struct[name]
-    if not isinstance(value, kind):
-        raise TypeError(f"stored progress has {name} {value!r}, not a {kind.__name__}")
-    return value
+async def _cloudlet_plan(tx: Transaction, action: str, cloudlet: Any) -> list[Step]:
+    working = STATES[action][1]
+    if action == DELETE:
+        return [(working, "Deleting platform VM", PHASE_STEPS)]
+    if action == CREATE:
+        return [
+            (working, "Creating platform VM", PHASE_STEPS),
+            (working, "Starting CRMServer", PHASE_STEPS),
+            (working, "Setting up the shared Root LB", PHASE_STEPS),
+        ]
+    return [(working, "Updating platform VM", PHASE_STEPS)]
 
 
-def dns_name(*parts: str) -> str:
-    """``web-1-0``: names joined and made DNS-safe (for URIs and container names)."""
-    text = "-".join(p for p in parts if p)
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
-
-
-def mapped_ports(access_ports: str) -> list[appcommon_pb2.AppPort]:
-    """The App's ``tcp:80,http:443`` as ports; the simulation maps each to the same public port."""
-    ports = []
-    for item in filter(None, (part.strip() for part in access_ports.split(","))):
-        proto, _, port = item.partition(":")
-        number = int(port)
-        ports.append(
-            appcommon_pb2.AppPort(
-                proto=_PROTOCOLS[proto.lower()], internal_port=number, public_port=number
-            )
-        )
-    return ports
-
-
-async def current(reader: Reader, kind: k.EdgeType, obj: Message) -> Progress | None:
-    """The operation in flight on ``obj``, if any."""
-    record = await reader.get(PROGRESS, progress_key(kind, obj))
-    return None if record is None else Progress.from_bytes(record.data)
-
-
-async def begin(tx: Writer, kind: k.EdgeType, obj: Message, action: str, step: int) -> Progress:
-    """Record that ``action`` on ``obj`` starts now; set its first tracked state."""
-    progress = Progress(kind.name, kind.store_key(obj), action, STATES[action][0], step)
-    key = progress.record_key
-    if await tx.get(PROGRESS, key) is None:
-        await tx.create(PROGRESS, key, progress.to_struct())
-    else:
-        await tx.update(PROGRESS, key, progress.to_struct())
-    await _set_state(tx, kind, kind.key_of(obj), progress.state, controller="")
-    return progress
-
-
-async def _set_state(
-    tx: Writer, kind: k.EdgeType, key: Any, state: int, *, controller: str
-) -> None:
-    """Write the tracked state into the info object (and the object's ``state`` field)."""
-    if kind is k.CLOUDLET:
-        info = await load(tx, k.CLOUDLET_INFO, key) or cloudlet_pb2.CloudletInfo(key=key)
-        info.state = _CLOUDLET_STATE.get(state, cloudlet_pb2.CLOUDLET_STATE_READY)
-        if state == TS.READY and not info.os_max_ram:
-            sim = capacity.SIMULATED_CLOUDLET
-            info.os_max_ram, info.os_max_vcores, info.os_max_vol_gb = sim.ram, sim.vcpus, sim.disk
-            del info.flavors[:]
-            info.flavors.extend(capacity.NODE_FLAVORS)
-        if controller:
-            info.controller = controller
-        await put(tx, k.CLOUDLET_INFO, info)
-        return
-    obj = await load(tx, kind, key)
-    if obj is None:
-        return
-    obj.state = state
-    info_kind = k.INFO_OF[kind.name]
-    observed: Any = await load(tx, info_kind, key) or info_kind.message(key=key)
-    observed.state = state
-    if kind is k.APP_INST and state == TS.READY:
-        containers = [dns_name(key.app_key.name, key.app_key.version)]
-        for target in (obj, observed):
-            del target.runtime_info.container_ids[:]
-            target.runtime_info.container_ids.extend(containers)
-    await put(tx, kind, obj)
-    await put(tx, info_kind, observed)
-
-
-async def _finish_delete(tx: Transaction, kind: k.EdgeType, key: Message) -> None:
-    """Remove a deleted object with its info, giving back what it took."""
-    obj = await load(tx, kind, key)
-    if kind is k.CLUSTER_INST and obj is not None:
-        taken = await capacity.cluster_inst_resources(tx, obj)
-        await capacity.release_on_cloudlet(tx, obj, taken)
-        await remove(tx, k.CLUSTER_REFS, key)
-    elif kind is k.APP_INST and obj is not None:
-        taken = await capacity.flavor_resources(tx, obj.flavor)
-        await capacity.release_on_cluster(tx, obj, taken)
-    elif kind is k.CLOUDLET:
-        await remove(tx, k.CLOUDLET_REFS, key)
-    await remove(tx, kind, key)
-    await remove(tx, k.INFO_OF[kind.name], key)
+PLANS: dict[str, Callable[[Transaction, str, Any], Any]] = {
+    k.CLOUDLET.name: _cloudlet_plan,
+    k.CLUSTER_INST.name: _cluster_plan,
+    k.APP_INST.name: _app_plan,
+}
 
 
 def _parent(progress: Progress) -> str | None:
     """The progress key of the object ``progress``'s create waits for."""
-    if progress.action != CREATE:
+    if progress.action != CREATE or progress.kind is k.CLOUDLET:
         return None
     key = progress.key_message()
-    if isinstance(key, clusterinst_pb2.ClusterInstKey):
+    if progress.kind is k.CLUSTER_INST:
         return f"{k.CLOUDLET.name}/{k.key_string(key.cloudlet_key)}"
-    if isinstance(key, app_inst_pb2.AppInstKey):
-        return f"{k.CLUSTER_INST.name}/{k.key_string(key.cluster_inst_key)}"
+    return f"{k.CLUSTER_INST.name}/{k.key_string(key.cluster_inst_key)}"
+
+
+async def _parent_failure(tx: Transaction, progress: Progress) -> str | None:
+    """Why a create cannot go on because what it is built on failed, or None."""
+    if progress.action != CREATE or progress.kind is k.CLOUDLET:
+        return None
+    key = progress.key_message()
+    if progress.kind is k.CLUSTER_INST:
+        info = await load(tx, k.CLOUDLET_INFO, key.cloudlet_key)
+        if info is not None and info.state == cloudlet_pb2.CLOUDLET_STATE_ERRORS:
+            return f"Cloudlet {k.key_string(key.cloudlet_key)} is in error"
+        return None
+    cluster = await load(tx, k.CLUSTER_INST, key.cluster_inst_key)
+    if cluster is not None and cluster.state in (TS.CREATE_ERROR, TS.DELETE_ERROR):
+        return f"ClusterInst {k.key_string(key.cluster_inst_key)} is {TS.Name(cluster.state)}"
     return None
+
+
+def _report(progress: Progress, state: int, errors: list[str]) -> Any:
+    """The Info the simulated CRM sends for ``progress`` in ``state``."""
+    info_kind = k.INFO_OF[progress.type_name]
+    info = info_kind.message(key=progress.key_message())
+    info.state = crm.cloudlet_state(state) if progress.kind is k.CLOUDLET else state
+    info.errors.extend(errors)
+    if progress.kind is k.CLOUDLET and state == TS.READY:
+        sim = capacity.SIMULATED_CLOUDLET
+        info.os_max_ram, info.os_max_vcores, info.os_max_vol_gb = sim.ram, sim.vcpus, sim.disk
+        info.flavors.extend(capacity.NODE_FLAVORS)
+    if progress.kind is k.APP_INST and state == TS.READY:
+        app_key = progress.key_message().app_key
+        info.runtime_info.container_ids.append(dns_name(app_key.name, app_key.version))
+    return info
 
 
 class ResourceManager:
     """The leader's job moving operations along on the clock."""
 
-    def __init__(self, store: ObjectStore, clock: Clock, controller: str = "") -> None:
+    def __init__(
+        self, store: ObjectStore, clock: Clock, controller: str = "", faults: Faults | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
         self.controller = controller
+        self.faults = faults or Faults()
 
     async def run(self) -> None:
         """Advance due operations, then sleep until the next is due or a new one arrives."""
@@ -241,13 +224,16 @@ class ResourceManager:
             await self._wait_for_progress(revision, wait)
 
     async def advance_due(self) -> float | None:
-        """Move every due operation one state on; seconds until the next is due (None: idle)."""
+        """Move every due operation one step on; seconds until the next is due (None: idle)."""
         records = await self.store.list(PROGRESS)
         in_flight = {r.key: Progress.from_bytes(r.data) for r in records}
+        external = await crm.external_crm_cloudlets(self.store)
         now = self.clock.now()
         nearest: int | None = None
         for progress in in_flight.values():
-            due = progress.since + PHASE_STEPS
+            if k.key_string(crm.cloudlet_of_key(progress.key_message())) in external:
+                continue  # its own CRM reports on it
+            due = progress.since + max(1, progress.wait)
             if now < due:
                 nearest = due if nearest is None else min(nearest, due)
                 continue
@@ -261,28 +247,42 @@ class ResourceManager:
         return max(0.0, (nearest - self.clock.now()) * self.clock.step_seconds)
 
     async def advance(self, record_key: str) -> None:
-        """Move one operation to its next state (finishing it after the last)."""
+        """Carry one operation one work step further (reporting its end after the last)."""
         async with self.store.transaction() as tx:
-            record = await tx.get(PROGRESS, record_key)
-            if record is None:
+            stored = await tx.get(PROGRESS, record_key)
+            if stored is None:
                 return
-            progress = Progress.from_bytes(record.data)
-            states = STATES[progress.action]
-            index = states.index(progress.state) if progress.state in states else 0
-            following = states[min(index + 1, len(states) - 1)]
+            progress = Progress.from_bytes(stored.data)
             kind, key = progress.kind, progress.key_message()
-            if following == states[-1]:
+            obj = await load(tx, kind, key)
+            now = self.clock.now()
+            if obj is None:  # removed under it (e.g. by an override): nothing left to do
                 await tx.delete(PROGRESS, record_key)
-                if progress.action == DELETE:
-                    await _finish_delete(tx, kind, key)
-                else:
-                    await _set_state(tx, kind, key, following, controller=self.controller)
                 return
-            moved = Progress(
-                progress.type_name, progress.key, progress.action, following, self.clock.now()
-            )
-            await tx.update(PROGRESS, record_key, moved.to_struct())
-            await _set_state(tx, kind, key, following, controller=self.controller)
+            blocked = await _parent_failure(tx, progress)
+            if blocked is not None:
+                await crm.fail(tx, progress, STATES[progress.action][3], [blocked], now)
+                return
+            plan = await PLANS[kind.name](tx, progress.action, obj)
+            info_kind = k.INFO_OF[kind.name]
+            if progress.step < len(plan):
+                state, message, steps = plan[progress.step]
+                if kind is k.CLOUDLET and progress.action == UPDATE:
+                    # CloudletState has no "updating": the info stays READY meanwhile.
+                    await record(tx, progress.moved(state, message, now, steps))
+                    return
+                report = _report(progress, state, [])
+                await crm.apply_report(tx, info_kind, report, now, message=message, wait=steps)
+                return
+            reason = self.faults.reason(progress)
+            if reason is not None:
+                error = _report(progress, STATES[progress.action][3], [reason])
+                await crm.apply_report(tx, info_kind, error, now)
+                return
+            success = _report(progress, STATES[progress.action][2], [])
+            if kind is k.CLOUDLET and self.controller:
+                success.controller = self.controller
+            await crm.apply_report(tx, info_kind, success, now, gone=progress.action == DELETE)
 
     async def _wait_for_progress(self, revision: int, timeout: float | None) -> None:
         with contextlib.suppress(TimeoutError):
@@ -292,23 +292,3 @@ class ResourceManager:
             ):
                 async for _ in events:
                     return
-
-
-async def follow(
-    store: ObjectStore, progress: Progress, since_revision: int
-) -> AsyncGenerator[result_pb2.Result]:
-    """The operation's progress as Results, from its current state until it is done."""
-    yield result_pb2.Result(message=MESSAGES[progress.state])
-    record_key = progress.record_key
-    last = progress.state
-    async with contextlib.aclosing(store.watch(PROGRESS, since_revision)) as events:
-        async for event in events:
-            if event.key != record_key:
-                continue
-            if event.type is EventType.DELETED:
-                yield result_pb2.Result(message=MESSAGES[STATES[progress.action][-1]])
-                return
-            state = Progress.from_bytes(event.data).state
-            if state != last:
-                last = state
-                yield result_pb2.Result(message=MESSAGES[state])

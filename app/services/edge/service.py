@@ -26,8 +26,9 @@ from app.services.edge import exec as edge_exec
 from app.services.edge import metrics, presence
 from app.services.edge.notify import NoticeSync
 from app.services.edge.objects import EdgeObjects, without_fields
-from app.services.edge.records import put
-from app.services.edge.resource_manager import follow
+from app.services.edge.progress import follow
+from app.services.edge.records import load, put
+from app.services.edge.references import not_found
 from app.services.edge.validation import check_key
 from app.services.status import Rejected, Violations, abort_rejected, abort_store_error
 from app.store import StoreError
@@ -203,6 +204,8 @@ class EdgeApis:
         if found:
             raise Rejected.invalid(found)
         async with self.store.transaction() as tx:
+            if await load(tx, k.CLOUDLET, info.key) is None:
+                raise not_found(k.CLOUDLET, info.key, "key")
             await put(tx, k.CLOUDLET_INFO, info)
         return result_pb2.Result(message="Injected")
 
@@ -214,9 +217,7 @@ class EdgeApis:
         async with self.store.transaction() as tx:
             key = k.CLOUDLET_INFO.store_key(request)
             if await tx.get(k.CLOUDLET_INFO.kind, key) is None:
-                raise Rejected(
-                    grpc.StatusCode.NOT_FOUND, f"{k.CLOUDLET_INFO.describe(request)} not found"
-                )
+                raise not_found(k.CLOUDLET_INFO, request.key, "key")
             await tx.delete(k.CLOUDLET_INFO.kind, key)
         return result_pb2.Result(message="Evicted")
 
@@ -264,7 +265,7 @@ class EdgeApis:
         async def StreamNotice(
             self: object, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
         ) -> AsyncIterator[Message]:
-            sync = NoticeSync(apis.store, apis.presence.address, context.peer())
+            sync = NoticeSync(apis.store, apis.presence.address, context.peer(), apis.objects.clock)
             try:
                 async with contextlib.aclosing(sync.run(requests)) as notices:
                     async for notice in notices:

@@ -9,7 +9,7 @@ from app.config import Settings
 from app.services.edge.demo import demo_job
 from app.services.edge.objects import EdgeObjects
 from app.services.edge.presence import ReplicaPresence, prune_stale_job, replica_address
-from app.services.edge.resource_manager import ResourceManager
+from app.services.edge.resource_manager import Faults, ResourceManager
 from app.services.edge.service import EdgeApis
 from app.sim.clock import SimClock
 from app.store import ObjectStore
@@ -31,7 +31,8 @@ def edge_system(store: ObjectStore, settings: Settings) -> EdgeSystem:
     clock = SimClock(settings.sim_step_seconds)
     objects = EdgeObjects(store, clock)
     presence = ReplicaPresence(store, replica_address(settings.grpc_port))
-    manager = ResourceManager(store, clock, controller=presence.address)
+    faults = Faults(settings.sim_failure_ratio, settings.sim_seed)
+    manager = ResourceManager(store, clock, controller=presence.address, faults=faults)
     jobs: list[Job] = [manager.run, prune_stale_job(store)]
     if settings.demo:
         jobs.append(demo_job(objects))

@@ -89,7 +89,9 @@ async def _world(api: Rest, *, flavor_ram: int = 1024) -> None:
     await api.ok("/create/flavor", flavor)
     assert await api.progress("/create/cloudlet", {"key": CLOUDLET}) == [
         "Create requested",
-        "Creating",
+        "Creating platform VM",
+        "Starting CRMServer",
+        "Setting up the shared Root LB",
         "Ready",
     ]
     await api.ok(
@@ -273,7 +275,7 @@ def test_references_are_checked_on_create_and_delete(tmp_path):
             # Deleting bottom-up succeeds, the cloudlet through the original's misspelt route.
             assert await api.progress("/delete/appinst", {"key": APP_INST}) == [
                 "Delete requested",
-                "Deleting",
+                "Deleting Kubernetes Deployment pokemon-1-0",
                 "Deleted",
             ]
             await api.progress("/delete/clusterinst", {"key": CLUSTER_INST})
@@ -321,7 +323,15 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             inst.num_nodes = 2
             call = stub.CreateClusterInst(inst, metadata=_metadata(token))
             messages = [result.message async for result in call]
-            assert messages == ["Create requested", "Creating", "Ready"]
+            # The messages follow the work: one step per node, as the original CRM reported.
+            assert messages == [
+                "Create requested",
+                "Creating Heat Stack for games",
+                "Creating node 1 of 2 (sim.small)",
+                "Creating node 2 of 2 (sim.small)",
+                "Waiting for Cluster to Initialize",
+                "Ready",
+            ]
 
             infos = clusterinst_pb2_grpc.ClusterInstInfoApiStub(server.channel)
             [info] = [
@@ -364,7 +374,13 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             inst.num_nodes = 3
             inst.fields.append("14")
             call = stub.UpdateClusterInst(inst, metadata=_metadata(token))
-            assert [r.message async for r in call] == ["Update requested", "Updating", "Ready"]
+            assert [r.message async for r in call] == [
+                "Update requested",
+                "Updating Heat Stack for games",
+                *(f"Updating node {n} of 3 (sim.small)" for n in (1, 2, 3)),
+                "Waiting for Cluster to Initialize",
+                "Ready",
+            ]
             [used] = [
                 r
                 async for r in refs.ShowCloudletRefs(
@@ -374,7 +390,11 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             assert used.used_ram == 3072
 
             call = stub.DeleteClusterInst(inst, metadata=_metadata(token))
-            assert [r.message async for r in call] == ["Delete requested", "Deleting", "Deleted"]
+            assert [r.message async for r in call] == [
+                "Delete requested",
+                "Deleting Heat Stack for games",
+                "Deleted",
+            ]
             [used] = [
                 r
                 async for r in refs.ShowCloudletRefs(

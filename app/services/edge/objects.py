@@ -181,7 +181,7 @@ class EdgeObjects:
         override = getattr(request, "crm_override", CO.NO_OVERRIDE)
         async with self.store.transaction() as tx:
             obj = await self._existing(tx, kind, request)
-            if kind in crm.TRACKED:
+            if kind in crm.TRACKED and not ignores_transient(override):
                 running = await current(tx, kind, obj)
                 if running is not None and running.action == DELETE:
                     return running, await self.store.current_revision()

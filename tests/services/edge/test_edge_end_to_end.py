@@ -9,8 +9,6 @@ from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from websockets.asyncio.client import connect
 
 from app.services.edge.presence import prune_stale
@@ -33,85 +31,21 @@ from gen.edgeproto import (
     refs_pb2,
     refs_pb2_grpc,
 )
-from tests.harness import Running, run, running, uvicorn_serving
-
-TIMEOUT = 10.0
-OPERATOR = {"name": "Acme Telecom"}
-DEVELOPER = {"name": "Niantic"}
-CLOUDLET = {"operator_key": OPERATOR, "name": "berlin-1"}
-APP = {"developer_key": DEVELOPER, "name": "pokemon", "version": "1.0"}
-CLUSTER_INST = {"cluster_key": {"name": "games"}, "cloudlet_key": CLOUDLET, "developer": "Niantic"}
-APP_INST = {"app_key": APP, "cluster_inst_key": CLUSTER_INST}
-
-
-class Rest:
-    """The REST side of one server, with a token."""
-
-    def __init__(self, server: Running, token: str) -> None:
-        self.http = server.http
-        self.headers = {"authorization": f"Bearer {token}"}
-
-    async def post(self, path: str, body: dict) -> tuple[int, Any]:
-        reply = await self.http.post(path, json=body, headers=self.headers)
-        if reply.headers.get("content-type") == "application/x-ndjson":
-            return reply.status_code, [json.loads(line) for line in reply.text.splitlines()]
-        return reply.status_code, reply.json()
-
-    async def ok(self, path: str, body: dict) -> Any:
-        status, answer = await self.post(path, body)
-        assert status == 200, answer
-        return answer
-
-    async def show(self, what: str, body: dict | None = None) -> list[dict]:
-        lines = await self.ok(f"/show/{what}", body or {})
-        return [line["result"] for line in lines]
-
-    async def progress(self, path: str, body: dict) -> list[str]:
-        """The messages of a progress stream (which must end without an error)."""
-        lines = await self.ok(path, body)
-        assert all("result" in line for line in lines), lines
-        return [line["result"]["message"] for line in lines]
-
-
-async def _rest(server: Running) -> Rest:
-    return Rest(server, await server.login())
-
-
-def _metadata(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
-
-
-async def _world(api: Rest, *, flavor_ram: int = 1024) -> None:
-    """An operator with a cloudlet, a developer with an app and a cluster, and a flavor."""
-    await api.ok("/create/operator", {"key": OPERATOR})
-    await api.ok("/create/developer", {"key": DEVELOPER, "email": "dev@niantic.example"})
-    flavor = {"key": {"name": "x1.small"}, "ram": flavor_ram, "vcpus": 1, "disk": 10}
-    await api.ok("/create/flavor", flavor)
-    assert await api.progress("/create/cloudlet", {"key": CLOUDLET}) == [
-        "Create requested",
-        "Creating platform VM",
-        "Starting CRMServer",
-        "Setting up the shared Root LB",
-        "Ready",
-    ]
-    await api.ok(
-        "/create/cluster", {"key": {"name": "games"}, "default_flavor": {"name": "x1.small"}}
-    )
-    await api.ok(
-        "/create/app",
-        {"key": APP, "default_flavor": {"name": "x1.small"}, "access_ports": "tcp:443,udp:10002"},
-    )
-
-
-def _violations(error: grpc.aio.AioRpcError) -> list[str]:
-    status = rpc_status.from_call(error)
-    fields = []
-    for detail in status.details if status else []:
-        bad = error_details_pb2.BadRequest()
-        if detail.Unpack(bad):
-            fields.extend(v.field for v in bad.field_violations)
-    return fields
-
+from tests.harness import run, running, uvicorn_serving
+from tests.services.edge.world import (
+    APP,
+    APP_INST,
+    CLOUDLET,
+    CLUSTER_INST,
+    DEVELOPER,
+    OPERATOR,
+    TIMEOUT,
+    Rest,
+    bearer,
+    build_world,
+    rest_api,
+    violation_fields,
+)
 
 # -- plain objects: CRUD, fields, filters -------------------------------------------------------
 
@@ -128,7 +62,7 @@ def _violations(error: grpc.aio.AioRpcError) -> list[str]:
 def test_crud_of_plain_objects_over_rest(tmp_path, what, body, update):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             assert await api.ok(f"/create/{what}", body) == {"message": "Created", "code": 0}
             status, error = await api.post(f"/create/{what}", body)
             assert (status, error["code"]) == (409, 6)
@@ -161,8 +95,8 @@ def test_crud_of_plain_objects_over_rest(tmp_path, what, body, update):
 def test_update_applies_only_listed_fields_by_number_name_or_nested_path(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
-            await _world(api)
+            api = await rest_api(server)
+            await build_world(api)
             await api.ok("/create/flavor", {"key": {"name": "x1.big"}, "ram": 4096, "vcpus": 4})
             # Only image_path (4) changes; access_ports is sent but not listed.
             await api.ok(
@@ -218,7 +152,7 @@ def test_show_filters_on_the_non_empty_fields_over_grpc(tmp_path):
             stub = flavor_pb2_grpc.FlavorApiStub(server.channel)
 
             async def names(**wanted: Any) -> list[str]:
-                call = stub.ShowFlavor(flavor_pb2.Flavor(**wanted), metadata=_metadata(token))
+                call = stub.ShowFlavor(flavor_pb2.Flavor(**wanted), metadata=bearer(token))
                 return [flavor.key.name async for flavor in call]
 
             assert await names() == ["a", "b", "c"]
@@ -236,7 +170,7 @@ def test_show_filters_on_the_non_empty_fields_over_grpc(tmp_path):
 def test_references_are_checked_on_create_and_delete(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             status, error = await api.post(
                 "/create/app", {"key": APP, "default_flavor": {"name": "x1.small"}}
             )
@@ -245,7 +179,7 @@ def test_references_are_checked_on_create_and_delete(tmp_path):
             status, error = await api.post("/create/cloudlet", {"key": CLOUDLET})
             assert (status, error["code"]) == (404, 5)
             assert "Operator" in error["message"]
-            await _world(api)
+            await build_world(api)
             status, error = await api.post(
                 "/create/clusterinst", {"key": {**CLUSTER_INST, "developer": "Ghost"}}
             )
@@ -291,7 +225,7 @@ def test_references_are_checked_on_create_and_delete(tmp_path):
 def test_invalid_names_are_refused_naming_the_field(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             status, error = await api.post("/create/developer", {"key": {"name": ""}})
             assert (status, error["code"]) == (400, 3)
             assert error["details"][0]["field_violations"][0]["field"] == "key.name"
@@ -313,7 +247,7 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
         async with running(tmp_path) as server:
             token = await server.login()
             api = Rest(server, token)
-            await _world(api)
+            await build_world(api)
             stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
             inst = clusterinst_pb2.ClusterInst()
             inst.key.cluster_key.name = "games"
@@ -321,7 +255,7 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             inst.key.cloudlet_key.name = CLOUDLET["name"]
             inst.key.developer = DEVELOPER["name"]
             inst.num_nodes = 2
-            call = stub.CreateClusterInst(inst, metadata=_metadata(token))
+            call = stub.CreateClusterInst(inst, metadata=bearer(token))
             messages = [result.message async for result in call]
             # The messages follow the work: one step per node, as the original CRM reported.
             assert messages == [
@@ -337,7 +271,7 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             [info] = [
                 i
                 async for i in infos.ShowClusterInstInfo(
-                    clusterinst_pb2.ClusterInstInfo(), metadata=_metadata(token)
+                    clusterinst_pb2.ClusterInstInfo(), metadata=bearer(token)
                 )
             ]
             assert info.key == inst.key
@@ -345,7 +279,7 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             [stored] = [
                 c
                 async for c in stub.ShowClusterInst(
-                    clusterinst_pb2.ClusterInst(), metadata=_metadata(token)
+                    clusterinst_pb2.ClusterInst(), metadata=bearer(token)
                 )
             ]
             assert stored.state == info.state
@@ -358,7 +292,7 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             [used] = [
                 r
                 async for r in refs.ShowCloudletRefs(
-                    refs_pb2.CloudletRefs(), metadata=_metadata(token)
+                    refs_pb2.CloudletRefs(), metadata=bearer(token)
                 )
             ]
             assert (used.used_ram, used.used_vcores, used.used_disk) == (2048, 2, 20)
@@ -366,14 +300,14 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
 
             # A second create of the same key is ALREADY_EXISTS on the stream.
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                async for _ in stub.CreateClusterInst(inst, metadata=_metadata(token)):
+                async for _ in stub.CreateClusterInst(inst, metadata=bearer(token)):
                     pass
             assert caught.value.code() is grpc.StatusCode.ALREADY_EXISTS
 
             # Update with a listed field runs through the resource manager again.
             inst.num_nodes = 3
             inst.fields.append("14")
-            call = stub.UpdateClusterInst(inst, metadata=_metadata(token))
+            call = stub.UpdateClusterInst(inst, metadata=bearer(token))
             assert [r.message async for r in call] == [
                 "Update requested",
                 "Updating Heat Stack for games",
@@ -384,12 +318,12 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             [used] = [
                 r
                 async for r in refs.ShowCloudletRefs(
-                    refs_pb2.CloudletRefs(), metadata=_metadata(token)
+                    refs_pb2.CloudletRefs(), metadata=bearer(token)
                 )
             ]
             assert used.used_ram == 3072
 
-            call = stub.DeleteClusterInst(inst, metadata=_metadata(token))
+            call = stub.DeleteClusterInst(inst, metadata=bearer(token))
             assert [r.message async for r in call] == [
                 "Delete requested",
                 "Deleting Heat Stack for games",
@@ -398,12 +332,12 @@ def test_cluster_inst_create_streams_progress_and_the_info_reaches_ready_over_gr
             [used] = [
                 r
                 async for r in refs.ShowCloudletRefs(
-                    refs_pb2.CloudletRefs(), metadata=_metadata(token)
+                    refs_pb2.CloudletRefs(), metadata=bearer(token)
                 )
             ]
             assert (used.used_ram, list(used.clusters)) == (0, [])
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                async for _ in stub.DeleteClusterInst(inst, metadata=_metadata(token)):
+                async for _ in stub.DeleteClusterInst(inst, metadata=bearer(token)):
                     pass
             assert caught.value.code() is grpc.StatusCode.NOT_FOUND
 
@@ -415,7 +349,7 @@ def test_capacity_is_accounted_and_exhaustion_refused(tmp_path):
         async with running(tmp_path) as server:
             token = await server.login()
             api = Rest(server, token)
-            await _world(api, flavor_ram=16384)
+            await build_world(api, flavor_ram=16384)
             # 16 GB nodes: three fit in the 64 GB cloudlet, a fourth does not.
             body = {"key": CLUSTER_INST, "num_nodes": 3}
             await api.progress("/create/clusterinst", body)
@@ -450,7 +384,7 @@ def test_capacity_is_accounted_and_exhaustion_refused(tmp_path):
                         developer=DEVELOPER["name"],
                     )
                 )
-                call = stub.CreateAppInst(inst, metadata=_metadata(token))
+                call = stub.CreateAppInst(inst, metadata=bearer(token))
                 if version != "4.0":
                     assert [r.message async for r in call][-1] == "Ready"
                     continue
@@ -475,8 +409,8 @@ def test_an_operation_resumes_after_a_restart(tmp_path):
     async def scenario() -> None:
         step = 0.05
         async with running(tmp_path, sim_step_seconds=step) as server:
-            api = await _rest(server)
-            await _world(api)
+            api = await rest_api(server)
+            await build_world(api)
             token = await server.login()
             stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
             inst = clusterinst_pb2.ClusterInst(
@@ -486,12 +420,12 @@ def test_an_operation_resumes_after_a_restart(tmp_path):
                     developer=DEVELOPER["name"],
                 )
             )
-            call = stub.CreateClusterInst(inst, metadata=_metadata(token))
+            call = stub.CreateClusterInst(inst, metadata=bearer(token))
             first = await anext(aiter(call))
             assert first.message == "Create requested"
             call.cancel()
         async with running(tmp_path, sim_step_seconds=step) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             deadline = time.monotonic() + TIMEOUT
             while (await api.show("clusterinstinfo"))[0]["state"] != "READY":
                 assert time.monotonic() < deadline
@@ -506,8 +440,8 @@ def test_an_operation_resumes_after_a_restart(tmp_path):
 def test_exec_checks_the_app_inst_and_container_and_answers(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
-            await _world(api)
+            api = await rest_api(server)
+            await build_world(api)
             request = {"app_inst_key": APP_INST, "command": "ls /"}
             status, error = await api.post("/v1/edge/exec:run", request)
             assert (status, error["code"]) == (404, 5)
@@ -532,8 +466,8 @@ def test_exec_checks_the_app_inst_and_container_and_answers(tmp_path):
 def test_metrics_follow_the_simulated_state(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
-            await _world(api)
+            api = await rest_api(server)
+            await build_world(api)
             assert await api.show("cloudletmetrics") == [{"foo": "0"}]
             assert await api.show("appinstmetrics") == []
             await api.progress("/create/clusterinst", {"key": CLUSTER_INST, "num_nodes": 2})
@@ -548,8 +482,8 @@ def test_metrics_follow_the_simulated_state(tmp_path):
 def test_admin_only_rpcs_are_refused_to_an_operator(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            admin = await _rest(server)
-            await _world(admin)
+            admin = await rest_api(server)
+            await build_world(admin)
             operator = Rest(server, await server.add_account("ops", "operator"))
             info = {"key": CLOUDLET, "os_max_ram": 100}
             for path in (
@@ -584,7 +518,7 @@ def test_show_controller_lists_live_replicas_only(tmp_path):
             stub = controller_pb2_grpc.ControllerApiStub(server.channel)
 
             async def addresses() -> list[str]:
-                call = stub.ShowController(controller_pb2.Controller(), metadata=_metadata(token))
+                call = stub.ShowController(controller_pb2.Controller(), metadata=bearer(token))
                 return [c.key.addr async for c in call]
 
             [mine] = await addresses()
@@ -613,7 +547,7 @@ def test_notify_stream_over_grpc_syncs_then_follows_and_stores_peer_infos(tmp_pa
         async with running(tmp_path) as server:
             token = await server.login()
             api = Rest(server, token)
-            await _world(api)
+            await build_world(api)
             outgoing: asyncio.Queue[notice_pb2.Notice | None] = asyncio.Queue()
 
             async def requests():
@@ -623,7 +557,7 @@ def test_notify_stream_over_grpc_syncs_then_follows_and_stores_peer_infos(tmp_pa
             me = node_pb2.Node(key=node_pb2.NodeKey(name="crm-berlin", node_type=node_pb2.NODE_CRM))
             await outgoing.put(_notice(notice_pb2.VERSION, me, version=1))
             stub = notice_pb2_grpc.NotifyApiStub(server.channel)
-            call = stub.StreamNotice(requests(), metadata=_metadata(token))
+            call = stub.StreamNotice(requests(), metadata=bearer(token))
             replies = aiter(call)
             hello = await anext(replies)
             assert (hello.action, hello.version) == (notice_pb2.VERSION, 1)
@@ -642,7 +576,7 @@ def test_notify_stream_over_grpc_syncs_then_follows_and_stores_peer_infos(tmp_pa
             # The peer is a node while connected.
             nodes = node_pb2_grpc.NodeApiStub(server.channel)
             for show in (nodes.ShowNode, nodes.ShowNodeLocal):
-                [node] = [n async for n in show(node_pb2.Node(), metadata=_metadata(token))]
+                [node] = [n async for n in show(node_pb2.Node(), metadata=bearer(token))]
                 assert node.key.name == "crm-berlin" and node.notify_id > 0
             # A live change arrives as it commits.
             await api.ok("/create/flavor", {"key": {"name": "x2.live"}, "ram": 1, "vcpus": 1})
@@ -669,9 +603,7 @@ def test_notify_stream_over_grpc_syncs_then_follows_and_stores_peer_infos(tmp_pa
             await outgoing.put(None)
             assert [n async for n in call] == []
             assert await call.code() is grpc.StatusCode.OK
-            assert [
-                n async for n in nodes.ShowNode(node_pb2.Node(), metadata=_metadata(token))
-            ] == []
+            assert [n async for n in nodes.ShowNode(node_pb2.Node(), metadata=bearer(token))] == []
 
     run(scenario())
 
@@ -686,10 +618,10 @@ def test_notify_refuses_a_stream_not_starting_with_version(tmp_path):
                 yield _notice(notice_pb2.UPDATE)
 
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                async for _ in stub.StreamNotice(requests(), metadata=_metadata(token)):
+                async for _ in stub.StreamNotice(requests(), metadata=bearer(token)):
                     pass
             assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-            assert _violations(caught.value) == ["action"]
+            assert violation_fields(caught.value) == ["action"]
 
     run(scenario())
 
@@ -699,7 +631,7 @@ def test_notify_over_rest_and_websocket(tmp_path):
         async with running(tmp_path) as server:
             token = await server.login()
             api = Rest(server, token)
-            await _world(api)
+            await build_world(api)
             # Half-duplex NDJSON: the snapshot, filtered to the wanted types.
             hello = {"action": "VERSION", "version": 1, "want_objs": ["App", "edgeproto.Flavor"]}
             lines = await api.ok("/v1/edge/notices:stream", hello)
@@ -731,7 +663,7 @@ def test_notify_over_rest_and_websocket(tmp_path):
 def test_demo_seeds_a_consistent_edge_world(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, demo=True) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             deadline = time.monotonic() + TIMEOUT
             while not (insts := await api.show("appinst")) or insts[0]["state"] != "READY":
                 assert time.monotonic() < deadline, insts

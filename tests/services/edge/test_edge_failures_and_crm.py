@@ -1,0 +1,326 @@
+"""Edge operations that fail (simulated faults, an external CRM's errors) and crm_override."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from gen.edgeproto import (
+    cloudlet_pb2,
+    clusterinst_pb2,
+    clusterinst_pb2_grpc,
+    common_pb2,
+    node_pb2,
+    notice_pb2,
+    notice_pb2_grpc,
+)
+from tests.harness import run, running
+from tests.services.edge.world import (
+    APP,
+    CLOUDLET,
+    CLUSTER_INST,
+    DEVELOPER,
+    OPERATOR,
+    TIMEOUT,
+    Rest,
+    bearer,
+    build_world,
+    rest_api,
+)
+from tests.services.kudo.world import eventually
+
+
+async def _parents(api: Rest) -> None:
+    """Everything a ClusterInst needs but its Cloudlet."""
+    await api.ok("/create/operator", {"key": OPERATOR})
+    await api.ok("/create/developer", {"key": DEVELOPER})
+    await api.ok("/create/flavor", {"key": {"name": "x1.small"}, "ram": 1024, "vcpus": 1})
+    await api.ok(
+        "/create/cluster", {"key": {"name": "games"}, "default_flavor": {"name": "x1.small"}}
+    )
+
+
+def _cluster_inst(**fields: Any) -> clusterinst_pb2.ClusterInst:
+    inst = clusterinst_pb2.ClusterInst(**fields)
+    inst.key.cluster_key.name = "games"
+    inst.key.cloudlet_key.operator_key.name = OPERATOR["name"]
+    inst.key.cloudlet_key.name = CLOUDLET["name"]
+    inst.key.developer = DEVELOPER["name"]
+    return inst
+
+
+async def _messages(call: Any) -> tuple[list[tuple[str, int]], grpc.aio.AioRpcError | None]:
+    """Every Result of a progress stream, and the error it ended with (if any)."""
+    seen = []
+    try:
+        async for result in call:
+            seen.append((result.message, result.code))
+    except grpc.aio.AioRpcError as error:
+        return seen, error
+    return seen, None
+
+
+def test_simulated_failures_give_error_states_and_failed_creates_can_be_deleted(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_failure_ratio=1.0) as server:
+            api = await rest_api(server)
+            await _parents(api)
+            # REST: the progress stream ends with a failed Result (code 2) and the error.
+            status, lines = await api.post("/create/cloudlet", {"key": CLOUDLET})
+            assert status == 200
+            *steps, failed, error = lines
+            assert steps[0]["result"]["message"] == "Create requested"
+            assert failed["result"]["code"] == 2
+            assert failed["result"]["message"].startswith("Create Cloudlet failed: ")
+            assert "(simulated fault)" in failed["result"]["message"]
+            assert error["error"]["code"] == 2
+            assert error["error"]["message"] == failed["result"]["message"]
+            [info] = await api.show("cloudletinfo")
+            assert info["state"] == "CLOUDLET_STATE_ERRORS"
+            assert info["errors"] and info["errors"][0] in failed["result"]["message"]
+
+            # gRPC: a ClusterInst on the failed Cloudlet fails too, naming why.
+            token = api.headers["authorization"].removeprefix("Bearer ")
+            stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
+            seen, error = await _messages(
+                stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token))
+            )
+            assert error is not None and error.code() is grpc.StatusCode.UNKNOWN
+            assert seen[-1][1] == 2 and "Cloudlet" in seen[-1][0] and "is in error" in seen[-1][0]
+            [inst] = await api.show("clusterinst")
+            assert inst["state"] == "CREATE_ERROR"
+            assert "is in error" in inst["errors"][0]
+            [refs] = [r["result"] for r in await api.ok("/v1/edge/cloudletrefs:show", {})]
+            assert refs["used_ram"] == "1024"
+
+            # What failed can be deleted (nothing was built, so no CRM is asked and nothing
+            # fails), giving back what it held.
+            seen, error = await _messages(
+                stub.DeleteClusterInst(_cluster_inst(), metadata=bearer(token))
+            )
+            assert error is None and seen == [("Deleted", 0)]
+            assert await api.progress("/delete/cloudlet", {"key": CLOUDLET}) == ["Deleted"]
+            assert await api.show("cloudletinfo") == []
+            assert await api.ok("/v1/edge/cloudletrefs:show", {}) == []
+
+    run(scenario())
+
+
+def test_a_failed_create_is_retried_and_ignore_crm_errors_lets_it_through(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_failure_ratio=1.0) as server:
+            api = await rest_api(server)
+            token = api.headers["authorization"].removeprefix("Bearer ")
+            await _parents(api)
+            await api.post("/create/cloudlet", {"key": CLOUDLET})
+            # The admin's regression tool says the cloudlet is up after all.
+            await api.ok(
+                "/v1/edge/cloudletinfo:inject",
+                {"key": CLOUDLET, "state": "CLOUDLET_STATE_READY", "os_max_ram": 65536},
+            )
+            stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
+            seen, error = await _messages(
+                stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token))
+            )
+            assert error is not None and error.code() is grpc.StatusCode.UNKNOWN
+            assert "(simulated fault)" in error.details()
+            assert error.details().startswith("Create ClusterInst failed: ")
+            # A retry is a Create of the same key; still failing, then with errors ignored.
+            seen, error = await _messages(
+                stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token))
+            )
+            assert error is not None and error.code() is grpc.StatusCode.UNKNOWN
+            retry = _cluster_inst(crm_override=common_pb2.IGNORE_CRM_ERRORS)
+            seen, error = await _messages(stub.CreateClusterInst(retry, metadata=bearer(token)))
+            assert error is None and seen[-1] == ("Ready", 0)
+            [inst] = await api.show("clusterinst")
+            assert (inst["state"], inst.get("errors", [])) == ("READY", [])
+            # The retries reserved the cloudlet's resources once, not three times.
+            [refs] = [r["result"] for r in await api.ok("/v1/edge/cloudletrefs:show", {})]
+            assert refs["used_ram"] == "1024"
+            # Creating a READY one again is still ALREADY_EXISTS.
+            seen, error = await _messages(
+                stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token))
+            )
+            assert error is not None and error.code() is grpc.StatusCode.ALREADY_EXISTS
+
+    run(scenario())
+
+
+class Crm:
+    """An external cloudlet resource manager on the Notify stream, for one cloudlet."""
+
+    def __init__(self, server: Any, token: str) -> None:
+        self.outgoing: asyncio.Queue[notice_pb2.Notice | None] = asyncio.Queue()
+        me = node_pb2.Node(
+            key=node_pb2.NodeKey(
+                name="crm-berlin",
+                node_type=node_pb2.NODE_CRM,
+                cloudlet_key=cloudlet_pb2.CloudletKey(
+                    operator_key={"name": OPERATOR["name"]}, name=CLOUDLET["name"]
+                ),
+            )
+        )
+        hello = notice_pb2.Notice(action=notice_pb2.VERSION, version=1, filter_cloudlet_key=True)
+        hello.any.Pack(me)
+        self.outgoing.put_nowait(hello)
+        stub = notice_pb2_grpc.NotifyApiStub(server.channel)
+        self.call = stub.StreamNotice(self._requests(), metadata=bearer(token))
+        self.replies = aiter(self.call)
+
+    async def _requests(self) -> AsyncIterator[notice_pb2.Notice]:
+        while (notice := await self.outgoing.get()) is not None:
+            yield notice
+
+    async def synced(self) -> None:
+        while (
+            await asyncio.wait_for(anext(self.replies), TIMEOUT)
+        ).action != notice_pb2.SENDALL_END:
+            pass
+
+    async def next_cluster_inst(self, state: int) -> clusterinst_pb2.ClusterInst:
+        """The next ClusterInst the controller sends in ``state``."""
+        while True:
+            notice = await asyncio.wait_for(anext(self.replies), TIMEOUT)
+            inst = clusterinst_pb2.ClusterInst()
+            if notice.any.Unpack(inst) and inst.state == state:
+                return inst
+
+    def report(self, key: Any, state: int, *errors: str) -> None:
+        info = clusterinst_pb2.ClusterInstInfo(key=key, state=state, errors=list(errors))
+        notice = notice_pb2.Notice(action=notice_pb2.UPDATE)
+        notice.any.Pack(info)
+        self.outgoing.put_nowait(notice)
+
+    async def close(self) -> None:
+        self.outgoing.put_nowait(None)
+        async for _ in self.replies:
+            pass
+
+
+def test_an_external_crm_drives_cluster_insts_and_crm_override_behaves(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            token = api.headers["authorization"].removeprefix("Bearer ")
+            await build_world(api)  # the cloudlet is built by the simulated CRM
+            crm = Crm(server, token)
+            try:
+                await crm.synced()
+                stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
+
+                # The CRM, not the simulation, decides: CREATING, then CREATE_ERROR.
+                create = asyncio.ensure_future(
+                    _messages(stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token)))
+                )
+                asked = await crm.next_cluster_inst(common_pb2.CREATE_REQUESTED)
+                crm.report(asked.key, common_pb2.CREATING)
+                await eventually(lambda: _state_is(api, "CREATING"), timeout=TIMEOUT)
+                crm.report(asked.key, common_pb2.CREATE_ERROR, "out of floating IPs")
+                seen, error = await asyncio.wait_for(create, TIMEOUT)
+                assert [m for m, _ in seen] == [
+                    "Create requested",
+                    "Creating",
+                    "Create ClusterInst failed: out of floating IPs",
+                ]
+                assert error is not None and error.code() is grpc.StatusCode.UNKNOWN
+                [inst] = await api.show("clusterinst")
+                assert (inst["state"], inst["errors"]) == ("CREATE_ERROR", ["out of floating IPs"])
+
+                # The retry succeeds when the CRM says READY.
+                create = asyncio.ensure_future(
+                    _messages(stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token)))
+                )
+                asked = await crm.next_cluster_inst(common_pb2.CREATE_REQUESTED)
+                crm.report(asked.key, common_pb2.READY)
+                seen, error = await asyncio.wait_for(create, TIMEOUT)
+                assert error is None and seen[-1] == ("Ready", 0)
+
+                # IGNORE_CRM_ERRORS: an update the CRM fails still ends READY.
+                update = _cluster_inst(num_nodes=2, crm_override=common_pb2.IGNORE_CRM_ERRORS)
+                update.fields.extend(["num_nodes", "crm_override"])
+                call = asyncio.ensure_future(
+                    _messages(stub.UpdateClusterInst(update, metadata=bearer(token)))
+                )
+                asked = await crm.next_cluster_inst(common_pb2.UPDATE_REQUESTED)
+                crm.report(asked.key, common_pb2.UPDATE_ERROR, "flaky hypervisor")
+                seen, error = await asyncio.wait_for(call, TIMEOUT)
+                assert error is None and seen[-1] == ("Ready", 0)
+
+                # A delete the CRM never answers keeps the object busy ...
+                call = asyncio.ensure_future(
+                    _messages(stub.DeleteClusterInst(_cluster_inst(), metadata=bearer(token)))
+                )
+                await crm.next_cluster_inst(common_pb2.DELETE_REQUESTED)
+                update.num_nodes = 3
+                seen, error = await _messages(
+                    stub.UpdateClusterInst(update, metadata=bearer(token))
+                )
+                assert error is not None and error.code() is grpc.StatusCode.FAILED_PRECONDITION
+                assert "DELETE_REQUESTED" in error.details()
+                # ... until an admin ignores the transient state and the CRM: gone at once.
+                force = _cluster_inst(crm_override=common_pb2.IGNORE_CRM_AND_TRANSIENT_STATE)
+                seen, error = await _messages(stub.DeleteClusterInst(force, metadata=bearer(token)))
+                assert error is None and seen[-1] == ("Deleted", 0)
+                first, _ = await asyncio.wait_for(call, TIMEOUT)
+                assert first[-1] == ("Deleted", 0)
+                assert await api.show("clusterinst") == []
+                [refs] = [r["result"] for r in await api.ok("/v1/edge/cloudletrefs:show", {})]
+                assert refs.get("used_ram", "0") == "0"
+                await crm.close()
+            finally:
+                crm.call.cancel()
+
+    run(scenario())
+
+
+async def _state_is(api: Rest, state: str) -> bool:
+    shown = await api.show("clusterinst")
+    return bool(shown) and shown[0]["state"] == state
+
+
+def test_not_found_names_the_missing_reference_and_inject_refuses_unknown_cloudlets(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            token = api.headers["authorization"].removeprefix("Bearer ")
+            await build_world(api)
+            # REST: the detail names the type, key and the field that refers to it.
+            missing_app = {**APP, "name": "nothing"}
+            status, error = await api.post(
+                "/create/appinst",
+                {"key": {"app_key": missing_app, "cluster_inst_key": CLUSTER_INST}},
+            )
+            assert (status, error["code"]) == (404, 5)
+            [detail] = error["details"]
+            assert detail["@type"] == "type.googleapis.com/google.rpc.ResourceInfo"
+            assert detail["resource_type"] == "edgeproto.App"
+            assert '"name":"nothing"' in detail["resource_name"]
+            assert detail["description"].startswith("key.app_key: App ")
+            # gRPC: the same detail.
+            stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                async for _ in stub.DeleteClusterInst(_cluster_inst(), metadata=bearer(token)):
+                    pass
+            assert caught.value.code() is grpc.StatusCode.NOT_FOUND
+            status_ = rpc_status.from_call(caught.value)
+            assert status_ is not None
+            info = error_details_pb2.ResourceInfo()
+            assert status_.details[0].Unpack(info)
+            assert info.resource_type == "edgeproto.ClusterInst"
+            # InjectCloudletInfo refuses a cloudlet that does not exist, and stores nothing.
+            nowhere = {"operator_key": OPERATOR, "name": "nowhere"}
+            status, error = await api.post(
+                "/v1/edge/cloudletinfo:inject", {"key": nowhere, "state": "CLOUDLET_STATE_READY"}
+            )
+            assert (status, error["code"]) == (404, 5), error
+            assert error["details"][0]["resource_type"] == "edgeproto.Cloudlet"
+            assert [i["key"]["name"] for i in await api.show("cloudletinfo")] == [CLOUDLET["name"]]
+
+    run(scenario())

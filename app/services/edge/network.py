@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import grpc
@@ -52,16 +51,6 @@ def proto_name(proto: int) -> str:
 def static_ips(text: str) -> list[str]:
     """The comma-separated addresses of ``static_ips`` / ``used_static_ips``."""
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def static_ips_problem(text: str) -> str | None:
-    """Why ``text`` is not a comma-separated list of IP addresses, or None."""
-    for item in static_ips(text):
-        try:
-            ipaddress.ip_address(item)
-        except ValueError:
-            return f"{item!r} is not an IP address"
-    return None
 
 
 def access_ports(text: str) -> list[appcommon_pb2.AppPort]:

@@ -8,6 +8,7 @@ with a letter or digit and not ending in a space. App versions and flavor names 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from gen.edgeproto import (
     cloudlet_pb2,
     cluster_pb2,
     clusterinst_pb2,
+    common_pb2,
     controller_pb2,
     developer_pb2,
     flavor_pb2,
@@ -170,6 +172,7 @@ def _check_app(found: Violations, obj: app_pb2.App) -> None:
     else:
         check_flavor_key(found, obj.default_flavor, "default_flavor")
     found.check(obj.image_type in app_pb2.ImageType.values(), "image_type", "unknown image type")
+    found.check(obj.del_opt in app_pb2.DeleteType.values(), "del_opt", "unknown delete option")
     problem = access_ports_problem(obj.access_ports)
     if problem:
         found.add("access_ports", problem)
@@ -184,14 +187,37 @@ def _check_optional_flavor(path: str) -> Callable[[Violations, Message], None]:
     return check
 
 
+def _check_cloudlet(found: Violations, obj: cloudlet_pb2.Cloudlet) -> None:
+    found.check(obj.ip_support in common_pb2.IpSupport.values(), "ip_support", "unknown IP support")
+    found.check(obj.num_dynamic_ips >= 0, "num_dynamic_ips", "must not be negative")
+    for item in filter(None, (part.strip() for part in obj.static_ips.split(","))):
+        try:
+            ipaddress.ip_address(item)
+        except ValueError:
+            found.add("static_ips", f"{item!r} is not an IP address")
+            break
+
+
 def _check_cluster_inst(found: Violations, obj: clusterinst_pb2.ClusterInst) -> None:
     _check_optional_flavor("flavor")(found, obj)
+    found.check(obj.ip_access in common_pb2.IpAccess.values(), "ip_access", "unknown IP access")
+    found.check(
+        obj.crm_override in common_pb2.CRMOverride.values(), "crm_override", "unknown override"
+    )
     found.check(obj.num_masters <= 16, "num_masters", "must be at most 16")
     found.check(obj.num_nodes <= 1000, "num_nodes", "must be at most 1000")
 
 
 def _check_app_inst(found: Violations, obj: app_inst_pb2.AppInst) -> None:
     _check_optional_flavor("flavor")(found, obj)
+    found.check(
+        obj.auto_cluster_ip_access in common_pb2.IpAccess.values(),
+        "auto_cluster_ip_access",
+        "unknown IP access",
+    )
+    found.check(
+        obj.crm_override in common_pb2.CRMOverride.values(), "crm_override", "unknown override"
+    )
     developer = obj.key.app_key.developer_key.name
     owner = obj.key.cluster_inst_key.developer
     if developer and owner and developer != owner:
@@ -206,6 +232,7 @@ BODY_CHECKS: dict[str, Callable[[Violations, Any], None]] = {
     k.FLAVOR.name: _check_flavor,
     k.APP.name: _check_app,
     k.CLUSTER.name: _check_optional_flavor("default_flavor"),
+    k.CLOUDLET.name: _check_cloudlet,
     k.CLUSTER_INST.name: _check_cluster_inst,
     k.APP_INST.name: _check_app_inst,
 }

@@ -19,7 +19,7 @@ from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Role
 from app.config import ConfigurationError, Settings
-from app.store import ObjectStore, StoreError, make_private_folder
+from app.store import Account, ObjectStore, StoreError, make_private_folder
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("name")
     add.add_argument("--role", required=True, choices=[r.value for r in Role])
     add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    tenant = add.add_mutually_exclusive_group()
+    tenant.add_argument(
+        "--developer", default="", help="act only for this edge developer organisation"
+    )
+    tenant.add_argument(
+        "--operator", default="", help="act only for this edge operator organisation"
+    )
     actions.add_parser("list", help="list accounts")
     for action, text in (("disable", "refuse the account's logins and tokens"), ("enable", "")):
         actions.add_parser(action, help=text or "allow a disabled account again").add_argument(
@@ -136,12 +143,20 @@ async def _users_action(settings: Settings, args: argparse.Namespace, password: 
     hasher = PasswordHasher(cost=settings.password_hash_cost)
     async with store:
         if args.action == "add":
-            account = await accounts.add_account(store, hasher, args.name, args.role, password)
-            print(f"added {account.username} ({account.role})")
+            account = await accounts.add_account(
+                store,
+                hasher,
+                args.name,
+                args.role,
+                password,
+                developer=args.developer,
+                operator=args.operator,
+            )
+            print(f"added {account.username} ({account.role}{_binding(account)})")
         elif args.action == "list":
             for account in await store.list_accounts():
                 state = "enabled" if account.enabled else "disabled"
-                print(f"{account.username}\t{account.role}\t{state}")
+                print(f"{account.username}\t{account.role}\t{state}{_binding(account, sep=chr(9))}")
         elif args.action == "set-password":
             await accounts.set_password(store, hasher, args.name, password)
             print(f"password of {args.name} changed")
@@ -149,6 +164,14 @@ async def _users_action(settings: Settings, args: argparse.Namespace, password: 
             enabled = args.action == "enable"
             await accounts.set_enabled(store, args.name, enabled)
             print(f"{args.name} {'enabled' if enabled else 'disabled'}")
+
+
+def _binding(account: Account, sep: str = ", ") -> str:
+    """``, developer AcmeApps`` for an account bound to an edge organisation, else ``""``."""
+    for what in ("developer", "operator"):
+        if getattr(account, what):
+            return f"{sep}{what} {getattr(account, what)}"
+    return ""
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -31,6 +31,9 @@ class Caller:
     role: str
     token_id: str
     expires_at: int
+    # The edge organisation the account acts for, read from the account (not the token).
+    developer: str = ""
+    operator: str = ""
 
 
 # None for a public call made without a (valid) token.

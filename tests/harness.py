@@ -54,11 +54,15 @@ class Running:
         assert reply.status_code == 200, reply.text
         return reply.json()["token"]
 
-    async def add_account(self, username: str, role: str, password: str = "password1") -> str:
-        """Create an account straight in the store and return a token for it."""
+    async def add_account(
+        self, username: str, role: str, password: str = "password1", **binding: str
+    ) -> str:
+        """Create an account straight in the store (``binding``: its developer or operator
+        organisation) and return a token for it."""
         portico = self.portico
         assert portico.store is not None and portico.gate is not None
-        await portico.store.create_account(username, portico.gate.hasher.hash(password), role)
+        password_hash = portico.gate.hasher.hash(password)
+        await portico.store.create_account(username, password_hash, role, **binding)
         return await self.login(username, password)
 
 

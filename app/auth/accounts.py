@@ -9,6 +9,8 @@ from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordH
 from app.auth.policy import Role
 from app.store import Account, ObjectStore
 
+MAX_ORGANISATION = 63
+
 
 class AccountError(ValueError):
     """The request cannot be carried out; the message says why."""
@@ -31,15 +33,38 @@ def check_role(role: str) -> None:
         raise AccountError(f"role {role!r} must be one of {', '.join(r.value for r in Role)}")
 
 
+def check_organisation(what: str, name: str) -> None:
+    # The edge controller's object-name length; the name itself need not exist yet.
+    if name != name.strip() or len(name) > MAX_ORGANISATION or not name.isprintable():
+        raise AccountError(
+            f"{what} {name!r} must be at most {MAX_ORGANISATION} printable characters without "
+            "leading or trailing spaces"
+        )
+
+
 async def add_account(
-    store: ObjectStore, hasher: PasswordHasher, username: str, role: str, password: str
+    store: ObjectStore,
+    hasher: PasswordHasher,
+    username: str,
+    role: str,
+    password: str,
+    *,
+    developer: str = "",
+    operator: str = "",
 ) -> Account:
-    """Create an enabled account; AccountError for bad input, AlreadyExists for a taken name."""
+    """Create an enabled account, bound to at most one edge developer or operator
+    organisation; AccountError for bad input, AlreadyExists for a taken name."""
     check_username(username)
     check_role(role)
     check_password(password)
+    check_organisation("developer", developer)
+    check_organisation("operator", operator)
+    if developer and operator:
+        raise AccountError("an account acts for one organisation: a developer or an operator")
     password_hash = await asyncio.to_thread(hasher.hash, password)
-    return await store.create_account(username, password_hash, role)
+    return await store.create_account(
+        username, password_hash, role, developer=developer, operator=operator
+    )
 
 
 async def set_password(

@@ -9,6 +9,7 @@ at once in this process and within that time in every other replica.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import re
@@ -28,7 +29,7 @@ from app.auth.tokens import Claims, InvalidToken, TokenIssuer
 from app.callers import Caller, current_caller
 from app.refusals import Rejected, Violations
 from app.shared_calls import SharedCalls
-from app.store import ObjectStore
+from app.store import Account, ObjectStore
 
 # Failed logins, lockouts and attempts on disabled accounts: one line each, for the operator.
 audit = logging.getLogger("portico.audit")
@@ -173,14 +174,15 @@ class Gate:
             caller = Caller(
                 claims.subject, claims.name, claims.role, claims.token_id, claims.expires_at
             )
-        await self._check_still_valid(caller)
+        account = await self._check_still_valid(caller)
+        caller = dataclasses.replace(caller, developer=account.developer, operator=account.operator)
         self._cache[token] = _Verified(caller, now)
         self._cache.move_to_end(token)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return caller
 
-    async def _check_still_valid(self, caller: Caller) -> None:
+    async def _check_still_valid(self, caller: Caller) -> Account:
         if await self.store.is_revoked(caller.token_id):
             raise InvalidToken("token was revoked")
         try:
@@ -193,6 +195,7 @@ class Gate:
         if account.role != caller.role:
             # A changed role must not keep the powers of the old one.
             raise InvalidToken("token role is no longer the account's role")
+        return account
 
     async def check(self, token: str) -> bool:
         """Whether ``token`` would be admitted now; never raises for a bad token."""

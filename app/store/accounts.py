@@ -22,9 +22,16 @@ def _account(row: Any) -> Account:
 
 
 def insert_account(
-    conn: Connection, username: str, password_hash: str, role: str, enabled: bool, now: datetime
+    conn: Connection,
+    username: str,
+    password_hash: str,
+    role: str,
+    enabled: bool,
+    now: datetime,
+    organisations: tuple[str, str] = ("", ""),
 ) -> Account:
-    """Add an account; ``AlreadyExists`` if the username is taken."""
+    """Add an account (``organisations``: its developer and operator); ``AlreadyExists`` if
+    the username is taken."""
     if select_account(conn, username) is not None:
         raise AlreadyExists(f"account {username!r} already exists")
     values: dict[str, Any] = {
@@ -32,6 +39,8 @@ def insert_account(
         "password_hash": password_hash,
         "role": role,
         "enabled": enabled,
+        "developer": organisations[0],
+        "operator": organisations[1],
         "created_at": now,
         "updated_at": now,
     }

@@ -469,11 +469,25 @@ class ObjectStore:
     # accounts and revoked tokens
 
     async def create_account(
-        self, username: str, password_hash: str, role: str, *, enabled: bool = True
+        self,
+        username: str,
+        password_hash: str,
+        role: str,
+        *,
+        enabled: bool = True,
+        developer: str = "",
+        operator: str = "",
     ) -> Account:
-        """Add an account; ``AlreadyExists`` if the username is taken."""
+        """Add an account (bound to an edge developer or operator organisation, if given);
+        ``AlreadyExists`` if the username is taken."""
         return await self.database.write(
-            accounts.insert_account, username, password_hash, role, enabled, utc_now()
+            accounts.insert_account,
+            username,
+            password_hash,
+            role,
+            enabled,
+            utc_now(),
+            (developer, operator),
         )
 
     async def get_account(self, username: str) -> Account | None:

@@ -11,8 +11,17 @@ from app.store.database import Database, call_mapped, rollback_quietly
 from app.store.errors import SchemaTooNew
 from app.store.tables import SCHEMA_VERSION, STORE_TABLES, SchemaVersion, core_table, utc_now
 
+
+def _bind_accounts_to_organisations(conn: Connection) -> None:
+    """v2: accounts may act for one edge developer or operator organisation."""
+    for column in ("developer", "operator"):
+        conn.exec_driver_sql(
+            f"ALTER TABLE account ADD COLUMN {column} VARCHAR(64) NOT NULL DEFAULT ''"
+        )
+
+
 # Step from version N-1 to N, run inside the schema transaction; version 1 is the first schema.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _bind_accounts_to_organisations}
 
 
 def ensure_schema(database: Database) -> int:

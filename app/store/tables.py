@@ -22,7 +22,7 @@ from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 # Bump together with a migration step in app/store/schema.py.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -76,6 +76,13 @@ class Account(SQLModel, table=True):
     password_hash: str
     role: str
     enabled: bool = True
+    # The edge organisation the account acts for ("" = none: the global view); see schema v2.
+    developer: str = Field(
+        default="", sa_column=Column(String(64), nullable=False, server_default="")
+    )
+    operator: str = Field(
+        default="", sa_column=Column(String(64), nullable=False, server_default="")
+    )
     created_at: datetime = _timestamp()
     updated_at: datetime = _timestamp()
 

@@ -272,9 +272,28 @@ def test_objects_survive_a_restart_and_the_schema_version_is_recorded(store_url)
             assert (await store.create("Cluster", "beta", b"new")).revision > revision
             with store.database.engine.connect() as conn:
                 versions = conn.execute(text("SELECT version FROM schema_version")).scalars()
-                assert list(versions) == [SCHEMA_VERSION]
+                assert list(versions) == list(range(1, SCHEMA_VERSION + 1))
 
     run(second(run(first())))
+
+
+def test_a_version_1_database_gains_the_account_organisations(store_url):
+    async def make_version_1() -> None:
+        async with ObjectStore.open(store_url) as store:
+            await store.create_account("alice", "h", "operator")
+            with store.database.engine.begin() as conn:
+                for column in ("developer", "operator"):
+                    conn.execute(text(f"ALTER TABLE account DROP COLUMN {column}"))
+                conn.execute(text("DELETE FROM schema_version WHERE version > 1"))
+
+    async def reopen() -> None:
+        async with ObjectStore.open(store_url) as store:
+            assert (await store.get_account("alice")).developer == ""
+            await store.create_account("bob", "h", "operator", developer="AcmeApps")
+            assert (await store.get_account("bob")).developer == "AcmeApps"
+
+    run(make_version_1())
+    run(reopen())
 
 
 def test_a_database_from_a_newer_portico_is_refused(store_url):

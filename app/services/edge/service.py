@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any
@@ -29,6 +30,7 @@ from app.services.edge.objects import EdgeObjects, without_fields
 from app.services.edge.progress import follow
 from app.services.edge.records import load, put
 from app.services.edge.references import not_found
+from app.services.edge.tenancy import Tenant
 from app.services.edge.validation import check_key
 from app.services.status import Rejected, Violations, abort_rejected, abort_store_error
 from app.store import StoreError
@@ -169,6 +171,7 @@ class EdgeApis:
         operation = self._operation(verb)
 
         async def call(request: Any) -> Message:
+            Tenant.of_caller().check_write(kind, kind.key_of(request))
             await operation(kind, request)
             return result_pb2.Result(message=DONE[verb])
 
@@ -178,6 +181,9 @@ class EdgeApis:
         operation = self._operation(verb)
 
         async def call(request: Any) -> AsyncGenerator[Message]:
+            tenant = Tenant.of_caller()
+            tenant.check_write(kind, kind.key_of(request))
+            tenant.check_override(request)
             progress, revision = await operation(kind, request)
             if progress is None:
                 yield result_pb2.Result(message="No changes")
@@ -190,14 +196,17 @@ class EdgeApis:
 
     def _show(self, kind: k.EdgeType) -> Streaming:
         async def call(request: Any) -> AsyncGenerator[Message]:
+            tenant = Tenant.of_caller()
             for obj in await self.objects.show(kind, request):
-                yield obj
+                if tenant.may_see(kind, kind.key_of(obj)):
+                    yield obj
 
         return call
 
     # -- the special methods ---------------------------------------------------------------------
 
     async def inject_cloudlet_info(self, request: cloudlet_pb2.CloudletInfo) -> Message:
+        Tenant.of_caller().check_write(k.CLOUDLET_INFO, request.key)
         info = without_fields(k.CLOUDLET_INFO, request)
         found = Violations()
         check_key(k.CLOUDLET_INFO, info, found)
@@ -210,6 +219,7 @@ class EdgeApis:
         return result_pb2.Result(message="Injected")
 
     async def evict_cloudlet_info(self, request: cloudlet_pb2.CloudletInfo) -> Message:
+        Tenant.of_caller().check_write(k.CLOUDLET_INFO, request.key)
         found = Violations()
         check_key(k.CLOUDLET_INFO, request, found)
         if found:
@@ -222,11 +232,15 @@ class EdgeApis:
         return result_pb2.Result(message="Evicted")
 
     async def show_cloudlet_metrics(self, request: Any) -> AsyncGenerator[Message]:
-        for metric in await metrics.cloudlet_metrics(self.store, request):
+        tenant = Tenant.of_caller()
+        visible = functools.partial(tenant.may_see, k.CLOUDLET)
+        for metric in await metrics.cloudlet_metrics(self.store, request, visible):
             yield metric
 
     async def show_app_inst_metrics(self, request: Any) -> AsyncGenerator[Message]:
-        for metric in await metrics.app_inst_metrics(self.store, request):
+        tenant = Tenant.of_caller()
+        visible = functools.partial(tenant.may_see, k.APP_INST)
+        for metric in await metrics.app_inst_metrics(self.store, request, visible):
             yield metric
 
     async def show_controller(self, request: Any) -> AsyncGenerator[Message]:
@@ -257,6 +271,7 @@ class EdgeApis:
                 yield node
 
     async def run_command(self, request: exec_pb2.ExecRequest) -> Message:
+        Tenant.of_caller().check_write(k.APP_INST, request.app_inst_key)
         return await edge_exec.run_command(self.store, request)
 
     def _stream_notice_method(self) -> Callable[..., AsyncIterator[Message]]:

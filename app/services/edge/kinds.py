@@ -94,7 +94,10 @@ APP = EdgeType(app_pb2.App)
 CLOUDLET = EdgeType(cloudlet_pb2.Cloudlet)
 CLUSTER_INST = EdgeType(
     clusterinst_pb2.ClusterInst,
-    read_only=frozenset({"state", "errors", "allocated_ip", "node_flavor", "auto", "liveness"}),
+    # ip_access is settled (and an address taken) at create; changing it needs a new ClusterInst.
+    read_only=frozenset(
+        {"state", "errors", "allocated_ip", "node_flavor", "auto", "liveness", "ip_access"}
+    ),
 )
 APP_INST = EdgeType(
     app_inst_pb2.AppInst,

@@ -14,20 +14,23 @@ Cloudlet, ClusterInst and AppInst. Behaviour where SPEC is silent:
 - Changing a Flavor's size while a ClusterInst or AppInst uses it is FAILED_PRECONDITION (the
   accounting in CloudletRefs/ClusterRefs was made with the old size).
 - An operation on a Cloudlet/ClusterInst/AppInst that is still being created, updated or
-  deleted is FAILED_PRECONDITION naming its state; deleting one already being deleted follows
-  that deletion. Creating on a parent being deleted is FAILED_PRECONDITION.
+  deleted is FAILED_PRECONDITION naming its state (unless the request's ``crm_override``
+  ignores transient state); deleting one already being deleted follows that deletion.
+  Creating on a parent being deleted is FAILED_PRECONDITION.
+- Creating again what a failed create left behind is a retry; deleting it needs no CRM.
+- An App with ``del_opt: AUTO_DELETE`` takes its AppInsts with it; an AppInst naming an
+  ``autocluster...`` ClusterInst that does not exist creates it (see the README).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.services.edge import capacity, crm, network, references
+from app.services.edge import crm, references
 from app.services.edge.fields import apply, matches, update_paths
 from app.services.edge.progress import (
     CO,
@@ -40,21 +43,17 @@ from app.services.edge.progress import (
     ignores_transient,
 )
 from app.services.edge.records import load, load_all, put
+from app.services.edge.type_hooks import TypeHooks
 from app.services.edge.validation import check_key, check_object
-from app.services.names import dns_name
 from app.services.status import Rejected, Violations
 from app.sim.clock import Clock
-from app.store import ObjectStore, Transaction, Writer
-from gen.distributed_match_engine import loc_pb2
-from gen.edgeproto import app_inst_pb2, app_pb2, cluster_pb2, clusterinst_pb2, common_pb2, refs_pb2
+from app.store import ObjectStore, Transaction
+from gen.edgeproto import app_inst_pb2, app_pb2, cluster_pb2, clusterinst_pb2, common_pb2
 
 Code = grpc.StatusCode
 PROTECTED = frozenset({k.KEY_FIELD, k.FIELDS_FIELD})
-URI_DOMAIN = "edge.portico.test"
 # ClusterInsts named like this are made for (and removed with) the AppInsts that name them.
 AUTO_CLUSTER_PREFIX = "autocluster"
-
-Hook = Callable[[Transaction, Any, Any], Awaitable[None]]
 
 
 def without_fields(kind: k.EdgeType, request: Message) -> Any:
@@ -71,17 +70,9 @@ class EdgeObjects:
     def __init__(self, store: ObjectStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
-        self._before_create: dict[str, Hook] = {
-            k.CLOUDLET.name: self._cloudlet_created,
-            k.CLUSTER_INST.name: self._cluster_inst_created,
-            k.APP_INST.name: self._app_inst_created,
-        }
-        self._before_update: dict[str, Hook] = {
-            k.FLAVOR.name: self._flavor_updated,
-            k.CLOUDLET.name: self._cloudlet_updated,
-            k.CLUSTER_INST.name: self._cluster_inst_updated,
-            k.APP_INST.name: self._app_inst_updated,
-        }
+        hooks = TypeHooks(clock)
+        self._before_create = hooks.before_create
+        self._before_update = hooks.before_update
 
     # -- the generic operations ----------------------------------------------------------------
 
@@ -257,16 +248,6 @@ class EdgeObjects:
                 "try again once it is READY",
             )
 
-    async def _require_not_deleting(self, tx: Writer, kind: k.EdgeType, key: Message) -> None:
-        parent = kind.message(key=key)
-        running = await current(tx, kind, parent)
-        if running is not None and running.action == DELETE:
-            raise Rejected(
-                Code.FAILED_PRECONDITION,
-                f"{kind.describe(parent)} is being deleted "
-                f"({common_pb2.TrackedState.Name(running.state)})",
-            )
-
     async def _fill_defaults(self, tx: Transaction, kind: k.EdgeType, obj: Any) -> None:
         if kind is k.CLUSTER_INST:
             if k.is_empty(obj.flavor):
@@ -301,113 +282,3 @@ class EdgeObjects:
             num_nodes=1,
         )
         await self._create_in(tx, k.CLUSTER_INST, inst)
-
-    # -- per-type hooks --------------------------------------------------------------------------
-
-    async def _cloudlet_created(self, tx: Transaction, old: None, obj: Any) -> None:
-        if await load(tx, k.CLOUDLET_REFS, obj.key) is None:  # a retry keeps what is reserved
-            await put(tx, k.CLOUDLET_REFS, refs_pb2.CloudletRefs(key=obj.key))
-
-    async def _cloudlet_updated(self, tx: Transaction, old: Any, new: Any) -> None:
-        """Keep addresses in use, and move the AppInsts' ``cloudlet_loc`` with the Cloudlet."""
-        refs = await capacity.cloudlet_refs(tx, new.key)
-        problem = network.address_shortfall(new, refs)
-        if problem is not None:
-            raise Rejected(Code.FAILED_PRECONDITION, f"{k.CLOUDLET.describe(new)}: {problem}")
-        if old.location == new.location:
-            return
-        for inst in await load_all(tx, k.APP_INST):
-            if inst.key.cluster_inst_key.cloudlet_key == new.key:
-                inst.cloudlet_loc.CopyFrom(new.location)
-                await put(tx, k.APP_INST, inst)
-
-    async def _cluster_inst_created(
-        self, tx: Transaction, old: None, obj: clusterinst_pb2.ClusterInst
-    ) -> None:
-        if k.is_empty(obj.flavor):
-            raise Rejected.invalid(_required("flavor", "the Cluster has no default flavor"))
-        await self._require_not_deleting(tx, k.CLOUDLET, obj.key.cloudlet_key)
-        if not obj.auto:
-            obj.liveness = common_pb2.LIVENESS_STATIC
-        await self._place_cluster_inst(tx, obj)
-        taken = await capacity.cluster_inst_resources(tx, obj)
-        await capacity.reserve_on_cloudlet(tx, obj, taken, adding=True)
-        await network.allocate_ip(tx, obj)
-        await put(tx, k.CLUSTER_REFS, refs_pb2.ClusterRefs(key=obj.key))
-
-    async def _place_cluster_inst(self, tx: Transaction, obj: clusterinst_pb2.ClusterInst) -> None:
-        """Pick the cloudlet node flavor that fits the ClusterInst's flavor."""
-        need = await capacity.flavor_resources(tx, obj.flavor)
-        info = await load(tx, k.CLOUDLET_INFO, obj.key.cloudlet_key)
-        node = capacity.node_flavor_for(info, need)
-        if node is None:
-            raise Rejected(
-                Code.RESOURCE_EXHAUSTED,
-                f"no node flavor of Cloudlet {k.key_string(obj.key.cloudlet_key)} fits flavor "
-                f"{obj.flavor.name!r} ({need.ram} MB RAM, {need.vcpus} vCPUs, {need.disk} GB)",
-            )
-        obj.node_flavor = node.name
-
-    async def _cluster_inst_updated(
-        self, tx: Transaction, old: clusterinst_pb2.ClusterInst, new: clusterinst_pb2.ClusterInst
-    ) -> None:
-        before = await capacity.cluster_inst_resources(tx, old)
-        after = await capacity.cluster_inst_resources(tx, new)
-        if before == after:
-            return
-        await self._place_cluster_inst(tx, new)
-        await capacity.check_cluster_fits_apps(tx, new, after)
-        await capacity.reserve_on_cloudlet(tx, new, after - before, adding=False)
-
-    async def _app_inst_created(
-        self, tx: Transaction, old: None, obj: app_inst_pb2.AppInst
-    ) -> None:
-        if k.is_empty(obj.flavor):
-            raise Rejected.invalid(_required("flavor", "the App has no default flavor"))
-        key = obj.key
-        await self._require_not_deleting(tx, k.CLUSTER_INST, key.cluster_inst_key)
-        app = await load(tx, k.APP, key.app_key)
-        cluster = await load(tx, k.CLUSTER_INST, key.cluster_inst_key)
-        cloudlet = await load(tx, k.CLOUDLET, key.cluster_inst_key.cloudlet_key)
-        obj.liveness = common_pb2.LIVENESS_STATIC
-        cloudlet_key = key.cluster_inst_key.cloudlet_key
-        # Shared access: the cloudlet's root LB; dedicated: the ClusterInst's own.
-        names = [cloudlet_key.name, cloudlet_key.operator_key.name]
-        if cluster.ip_access == network.IA.IP_ACCESS_DEDICATED:
-            names.insert(0, key.cluster_inst_key.cluster_key.name)
-        obj.uri = ".".join([*(dns_name(part) for part in names), URI_DOMAIN])
-        await network.allocate_ports(tx, obj, app, cluster)
-        if cloudlet is not None and cloudlet.HasField("location"):
-            obj.cloudlet_loc.CopyFrom(cloudlet.location)
-        else:
-            obj.cloudlet_loc.CopyFrom(loc_pb2.Loc())
-        at = self.clock.time_of(self.clock.now())
-        obj.created_at.seconds = int(at.timestamp())
-        taken = await capacity.flavor_resources(tx, obj.flavor)
-        await capacity.reserve_on_cluster(tx, obj, taken, adding=True)
-
-    async def _app_inst_updated(
-        self, tx: Transaction, old: app_inst_pb2.AppInst, new: app_inst_pb2.AppInst
-    ) -> None:
-        before = await capacity.flavor_resources(tx, old.flavor)
-        after = await capacity.flavor_resources(tx, new.flavor)
-        if before != after:
-            await capacity.reserve_on_cluster(tx, new, after - before, adding=False)
-
-    async def _flavor_updated(self, tx: Transaction, old: Any, new: Any) -> None:
-        if capacity.of_flavor(old) == capacity.of_flavor(new):
-            return
-        user = await references.referrer(
-            tx, k.FLAVOR, new.key, sources=(k.CLUSTER_INST, k.APP_INST)
-        )
-        if user is not None:
-            raise Rejected(
-                Code.FAILED_PRECONDITION,
-                f"cannot resize {k.FLAVOR.describe(new)}: it is in use by {user}",
-            )
-
-
-def _required(path: str, why: str) -> Violations:
-    found = Violations()
-    found.add(path, f"is required ({why})")
-    return found

@@ -135,7 +135,7 @@ async def _app_plan(tx: Transaction, action: str, inst: Any) -> list[Step]:
     )
     if action == CREATE and inst.mapped_ports:
         ports = ", ".join(
-            f"{p.public_port}{p.path_prefix}/{network.proto_name(p.proto)}"
+            f"{p.public_port}/{network.proto_name(p.proto)} {p.path_prefix}".strip()
             for p in inst.mapped_ports
         )
         steps.append((working, f"Configuring load balancer: {ports}", PHASE_STEPS))

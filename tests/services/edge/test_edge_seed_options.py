@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gen  # noqa: F401
+from gen.edgeproto import app_inst_pb2, app_inst_pb2_grpc, common_pb2
 from tests.harness import run, running
 from tests.services.edge.world import (
     APP,
@@ -15,8 +15,6 @@ from tests.services.edge.world import (
     rest_api,
 )
 from tests.services.kudo.world import eventually
-
-from edgeproto import app_inst_pb2, app_inst_pb2_grpc, common_pb2
 
 AUTO = {**CLUSTER_INST, "cluster_key": {"name": "autocluster-pokemon"}}
 

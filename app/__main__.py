@@ -156,7 +156,8 @@ async def _users_action(settings: Settings, args: argparse.Namespace, password: 
         elif args.action == "list":
             for account in await store.list_accounts():
                 state = "enabled" if account.enabled else "disabled"
-                print(f"{account.username}\t{account.role}\t{state}{_binding(account, sep=chr(9))}")
+                binding = _binding(account, sep="\t")
+                print(f"{account.username}\t{account.role}\t{state}{binding}")
         elif args.action == "set-password":
             await accounts.set_password(store, hasher, args.name, password)
             print(f"password of {args.name} changed")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import app.services.edge.kinds as k
@@ -39,6 +38,7 @@ from app.services.edge.progress import CREATE, DELETE, STATES, TS, UPDATE, Progr
 from app.services.edge.records import PROGRESS, load
 from app.services.names import dns_name
 from app.sim.clock import Clock
+from app.sim.machines import FaultInjection
 from app.sim.seeded import unit_interval
 from app.store import ObjectStore, Transaction
 from gen.edgeproto import cloudlet_pb2
@@ -68,24 +68,19 @@ FAULTS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
 class Faults:
-    """Which operations fail: a share of them, picked by a seed."""
+    """Which operations fail: the share and seed of the simulation's fault injection."""
 
-    ratio: float = 0.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.ratio <= 1.0:
-            raise ValueError(f"the failure ratio must be within [0, 1], got {self.ratio!r}")
+    def __init__(self, injection: FaultInjection | None = None) -> None:
+        self.injection = injection or FaultInjection()
 
     def reason(self, progress: Progress) -> str | None:
         """Why the operation fails, or None when it succeeds."""
-        parts = (self.seed, progress.type_name, progress.key, progress.action, progress.salt)
-        if unit_interval("edge-fault", *parts) >= self.ratio:
+        subject = f"edge/{progress.record_key}/{progress.action}/{progress.salt}"
+        if not self.injection.fails(subject):
             return None
         reasons = FAULTS[(progress.type_name, progress.action)]
-        pick = int(unit_interval("edge-fault-reason", *parts) * len(reasons))
+        pick = int(unit_interval("edge-fault-reason", self.injection.seed, subject) * len(reasons))
         return f"{reasons[pick]} (simulated fault)"
 
 

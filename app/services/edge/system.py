@@ -12,6 +12,7 @@ from app.services.edge.presence import ReplicaPresence, prune_stale_job, replica
 from app.services.edge.resource_manager import Faults, ResourceManager
 from app.services.edge.service import EdgeApis
 from app.sim.clock import SimClock
+from app.sim.machines import FaultInjection
 from app.store import ObjectStore
 
 Job = Callable[[], Awaitable[None]]
@@ -31,7 +32,7 @@ def edge_system(store: ObjectStore, settings: Settings) -> EdgeSystem:
     clock = SimClock(settings.sim_step_seconds)
     objects = EdgeObjects(store, clock)
     presence = ReplicaPresence(store, replica_address(settings.grpc_port))
-    faults = Faults(settings.sim_failure_ratio, settings.sim_seed)
+    faults = Faults(FaultInjection(settings.sim_failure_ratio, settings.sim_seed))
     manager = ResourceManager(store, clock, controller=presence.address, faults=faults)
     jobs: list[Job] = [manager.run, prune_stale_job(store)]
     if settings.demo:

@@ -96,7 +96,7 @@ def test_simulated_failures_give_error_states_and_failed_creates_can_be_deleted(
             [inst] = await api.show("clusterinst")
             assert inst["state"] == "CREATE_ERROR"
             assert "is in error" in inst["errors"][0]
-            [refs] = [r["result"] for r in await api.ok("/v1/edge/cloudletrefs:show", {})]
+            refs = await api.cloudlet_refs()
             assert refs["used_ram"] == "1024"
 
             # What failed can be deleted (nothing was built, so no CRM is asked and nothing
@@ -142,7 +142,7 @@ def test_a_failed_create_is_retried_and_ignore_crm_errors_lets_it_through(tmp_pa
             [inst] = await api.show("clusterinst")
             assert (inst["state"], inst.get("errors", [])) == ("READY", [])
             # The retries reserved the cloudlet's resources once, not three times.
-            [refs] = [r["result"] for r in await api.ok("/v1/edge/cloudletrefs:show", {})]
+            refs = await api.cloudlet_refs()
             assert refs["used_ram"] == "1024"
             # Creating a READY one again is still ALREADY_EXISTS.
             seen, error = await _messages(
@@ -271,7 +271,7 @@ def test_an_external_crm_drives_cluster_insts_and_crm_override_behaves(tmp_path)
                 first, _ = await asyncio.wait_for(call, TIMEOUT)
                 assert first[-1] == ("Deleted", 0)
                 assert await api.show("clusterinst") == []
-                [refs] = [r["result"] for r in await api.ok("/v1/edge/cloudletrefs:show", {})]
+                refs = await api.cloudlet_refs()
                 assert refs.get("used_ram", "0") == "0"
                 await crm.close()
             finally:

@@ -37,11 +37,6 @@ async def _world(api: Rest) -> None:
     await api.progress("/create/clusterinst", {"key": CLUSTER_INST, "num_nodes": 2})
 
 
-async def _refs(api: Rest) -> dict:
-    [refs] = [line["result"] for line in await api.ok("/v1/edge/cloudletrefs:show", {})]
-    return refs
-
-
 def _inst(name: str) -> dict:
     return {**CLUSTER_INST, "cluster_key": {"name": name}}
 
@@ -93,7 +88,7 @@ def test_shared_access_app_insts_get_distinct_root_lb_ports_released_on_delete(t
             # Deletes give the ports back.
             for key in keys:
                 await api.progress("/delete/appinst", {"key": key})
-            assert (await _refs(api)).get("root_lb_ports", {}) == {}
+            assert (await api.cloudlet_refs(CLOUDLET)).get("root_lb_ports", {}) == {}
 
     run(scenario())
 
@@ -112,7 +107,7 @@ def test_dedicated_access_takes_dynamic_ips_until_exhausted_and_gives_them_back(
             ]
             # DHCP hands out the address, so the controller records only that it took one.
             assert (inst["ip_access"], inst["allocated_ip"]) == ("IP_ACCESS_DEDICATED", "dynamic")
-            assert (await _refs(api))["used_dynamic_ips"] == 1
+            assert (await api.cloudlet_refs(CLOUDLET))["used_dynamic_ips"] == 1
             # num_dynamic_ips is 1: another dedicated ClusterInst is refused and nothing is kept.
             status, error = await api.post(
                 "/create/clusterinst", {"key": _inst("spare"), "ip_access": "IP_ACCESS_DEDICATED"}
@@ -137,7 +132,7 @@ def test_dedicated_access_takes_dynamic_ips_until_exhausted_and_gives_them_back(
             [app_inst] = await api.show("appinst")
             assert [p["public_port"] for p in app_inst["mapped_ports"]] == [443, 10002, 8080]
             assert app_inst["uri"] == "solo.berlin-1.acme-telecom.edge.portico.test"
-            assert (await _refs(api)).get("root_lb_ports", {}) == {}
+            assert (await api.cloudlet_refs(CLOUDLET)).get("root_lb_ports", {}) == {}
             # The cloudlet cannot drop below the addresses in use.
             status, error = await api.post(
                 "/update/cloudlet",
@@ -146,7 +141,7 @@ def test_dedicated_access_takes_dynamic_ips_until_exhausted_and_gives_them_back(
             assert (status, error["code"]) == (400, 9), error
             await api.progress("/delete/appinst", {"key": key})
             await api.progress("/delete/clusterinst", {"key": _inst("solo")})
-            assert (await _refs(api)).get("used_dynamic_ips", 0) == 0
+            assert (await api.cloudlet_refs(CLOUDLET)).get("used_dynamic_ips", 0) == 0
 
     run(scenario())
 
@@ -181,22 +176,14 @@ def test_static_ip_support_hands_out_the_listed_addresses(tmp_path):
                 if i["key"]["cloudlet_key"]["name"] == "paris-1"
             ]
             assert inst["allocated_ip"] == "192.0.2.10"
-            refs = [
-                line["result"]
-                for line in await api.ok("/v1/edge/cloudletrefs:show", {"key": static})
-            ]
-            assert refs[0]["used_static_ips"] == "192.0.2.10"
+            assert (await api.cloudlet_refs(static))["used_static_ips"] == "192.0.2.10"
             status, error = await api.post(
                 "/update/cloudlet",
                 {"key": static, "static_ips": "192.0.2.11", "fields": ["static_ips"]},
             )
             assert (status, error["code"]) == (400, 9) and "192.0.2.10" in error["message"]
             await api.progress("/delete/clusterinst", {"key": key})
-            refs = [
-                line["result"]
-                for line in await api.ok("/v1/edge/cloudletrefs:show", {"key": static})
-            ]
-            assert refs[0].get("used_static_ips", "") == ""
+            assert (await api.cloudlet_refs(static)).get("used_static_ips", "") == ""
 
     run(scenario())
 

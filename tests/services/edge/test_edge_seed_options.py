@@ -87,7 +87,7 @@ def test_an_app_inst_on_an_auto_cluster_creates_and_later_removes_it(tmp_path):
                 )
 
             await eventually(auto_cluster_gone, timeout=10)
-            [refs] = [r["result"] for r in await api.ok("/v1/edge/cloudletrefs:show", {})]
+            refs = await api.cloudlet_refs()
             assert refs.get("used_dynamic_ips", 0) == 0
 
     run(scenario())

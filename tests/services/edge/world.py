@@ -42,6 +42,12 @@ class Rest:
         lines = await self.ok(f"/show/{what}", body or {})
         return [line["result"] for line in lines]
 
+    async def cloudlet_refs(self, key: dict | None = None) -> dict:
+        """The one CloudletRefs (of ``key``, when given), as JSON; admin only."""
+        lines = await self.ok("/v1/edge/cloudletrefs:show", {"key": key} if key else {})
+        [refs] = [line["result"] for line in lines]
+        return refs
+
     async def progress(self, path: str, body: dict) -> list[str]:
         """The messages of a progress stream (which must end without an error)."""
         lines = await self.ok(path, body)

@@ -324,3 +324,27 @@ def test_not_found_names_the_missing_reference_and_inject_refuses_unknown_cloudl
             assert [i["key"]["name"] for i in await api.show("cloudletinfo")] == [CLOUDLET["name"]]
 
     run(scenario())
+
+
+def test_ignore_crm_completes_without_asking_the_crm(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_failure_ratio=1.0) as server:
+            api = await rest_api(server)
+            token = api.headers["authorization"].removeprefix("Bearer ")
+            await _parents(api)
+            await api.post("/create/cloudlet", {"key": CLOUDLET})
+            await api.ok(
+                "/v1/edge/cloudletinfo:inject", {"key": CLOUDLET, "state": "CLOUDLET_STATE_READY"}
+            )
+            stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
+            # Every CRM operation would fail here; IGNORE_CRM does not ask it at all.
+            inst = _cluster_inst(crm_override=common_pb2.IGNORE_CRM)
+            seen, error = await _messages(stub.CreateClusterInst(inst, metadata=bearer(token)))
+            assert (seen, error) == ([("Ready", 0)], None)
+            [shown] = await api.show("clusterinst")
+            assert shown["state"] == "READY"
+            seen, error = await _messages(stub.DeleteClusterInst(inst, metadata=bearer(token)))
+            assert (seen, error) == ([("Deleted", 0)], None)
+            assert await api.show("clusterinst") == []
+
+    run(scenario())

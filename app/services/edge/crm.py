@@ -49,7 +49,7 @@ from gen.edgeproto import cloudlet_pb2, node_pb2
 CS = cloudlet_pb2.CloudletState
 TRACKED = (k.CLOUDLET, k.CLUSTER_INST, k.APP_INST)
 OBJECT_OF = {info.name: k.BY_NAME[name] for name, info in k.INFO_OF.items()}
-_CLOUDLET_STATE = {
+_CLOUDLET_STATE: dict[int, int] = {
     TS.CREATE_REQUESTED: CS.CLOUDLET_STATE_NOT_PRESENT,
     TS.CREATING: CS.CLOUDLET_STATE_NOT_PRESENT,
     TS.DELETE_REQUESTED: CS.CLOUDLET_STATE_OFFLINE,
@@ -67,7 +67,7 @@ def cloudlet_state(state: int) -> int:
     return _CLOUDLET_STATE.get(state, CS.CLOUDLET_STATE_READY)
 
 
-def cloudlet_of_key(key: Message) -> Message:
+def cloudlet_of_key(key: Any) -> Any:
     """The CloudletKey inside a Cloudlet, ClusterInst or AppInst key."""
     if key.DESCRIPTOR.name == "CloudletKey":
         return key
@@ -85,14 +85,14 @@ async def external_crm_cloudlets(reader: Reader) -> set[str]:
     }
 
 
-def failed_create(kind: k.EdgeType, obj: Message, info: Message | None) -> bool:
+def failed_create(kind: k.EdgeType, obj: Any, info: Any) -> bool:
     """Whether ``obj`` is what a failed create left behind (nothing was built for it)."""
     if kind is k.CLOUDLET:
         return info is not None and info.state == CS.CLOUDLET_STATE_ERRORS and not info.os_max_ram
     return obj.state == TS.CREATE_ERROR
 
 
-def _reading(kind: k.EdgeType, info: Message, gone: bool, action: str) -> tuple[str, int]:
+def _reading(kind: k.EdgeType, info: Any, gone: bool, action: str) -> tuple[str, int]:
     """What a report means for an operation ``action``: (working/succeeded/erred, state)."""
     working = STATES[action][1]
     if kind is k.CLOUDLET:
@@ -215,11 +215,11 @@ async def _show_state(
     state: int,
     errors: list[str],
     *,
-    info: Message | None = None,
+    info: Any = None,
 ) -> None:
     """Write ``state`` and ``errors`` into the object (if it has them) and its Info."""
     info_kind = k.INFO_OF[kind.name]
-    stored = info if info is not None else await load(tx, info_kind, key)
+    stored: Any = info if info is not None else await load(tx, info_kind, key)
     if stored is None:
         stored = info_kind.message(key=key)
     if kind is k.CLOUDLET:
@@ -243,7 +243,7 @@ async def _show_state(
     await put(tx, kind, obj)
 
 
-async def finish_delete(tx: Transaction, kind: k.EdgeType, key: Message, now: int) -> None:
+async def finish_delete(tx: Transaction, kind: k.EdgeType, key: Any, now: int) -> None:
     """Remove a deleted object with its info, giving back everything it took; an auto-cluster
     left without AppInsts is deleted in turn (and its auto Cluster with it)."""
     obj = await load(tx, kind, key)
@@ -268,14 +268,14 @@ async def finish_delete(tx: Transaction, kind: k.EdgeType, key: Message, now: in
             await remove(tx, k.CLUSTER, key.cluster_key)
 
 
-async def _used(tx: Reader, kind: k.EdgeType, key: Message, field: str) -> bool:
+async def _used(tx: Reader, kind: k.EdgeType, key: Any, field: str) -> bool:
     """Whether any ``kind`` object's key has ``key`` at ``field``."""
     return any(
         getattr(kind.key_of(kind.parse(r.data)), field) == key for r in await tx.list(kind.kind)
     )
 
 
-async def _remove_unused_auto_cluster_inst(tx: Transaction, key: Message, now: int) -> None:
+async def _remove_unused_auto_cluster_inst(tx: Transaction, key: Any, now: int) -> None:
     inst = await load(tx, k.CLUSTER_INST, key)
     if inst is None or not inst.auto or await current(tx, k.CLUSTER_INST, inst) is not None:
         return

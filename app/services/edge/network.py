@@ -35,7 +35,7 @@ PUBLIC_PORTS = range(10000, 65536)
 L7_PORT = 443
 DYNAMIC_IP = "dynamic"
 IA = common_pb2.IpAccess
-_BITS = {appcommon_pb2.L_PROTO_TCP: 1, appcommon_pb2.L_PROTO_UDP: 2}
+_BITS: dict[int, int] = {appcommon_pb2.L_PROTO_TCP: 1, appcommon_pb2.L_PROTO_UDP: 2}
 _PROTOCOLS = {
     "tcp": appcommon_pb2.L_PROTO_TCP,
     "udp": appcommon_pb2.L_PROTO_UDP,

@@ -193,7 +193,7 @@ class EdgeObjects:
 
     async def _delete_app_insts_of(self, request: Message) -> None:
         """AUTO_DELETE: delete the App's AppInsts and wait until they are gone."""
-        app = await load(self.store, k.APP, request.key)
+        app = await load(self.store, k.APP, k.APP.key_of(request))
         if app is None or app.del_opt != app_pb2.AUTO_DELETE:
             return
         for inst in await load_all(self.store, k.APP_INST):

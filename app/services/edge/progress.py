@@ -17,8 +17,9 @@ what the original controller's plain errors became on the wire) and then that er
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import grpc
 from google.protobuf import json_format, struct_pb2
@@ -33,12 +34,12 @@ from gen.edgeproto import common_pb2, result_pb2
 TS = common_pb2.TrackedState
 CREATE, UPDATE, DELETE = "create", "update", "delete"
 # (requested, working, success, error) state of each action.
-STATES = {
+STATES: dict[str, tuple[int, int, int, int]] = {
     CREATE: (TS.CREATE_REQUESTED, TS.CREATING, TS.READY, TS.CREATE_ERROR),
     UPDATE: (TS.UPDATE_REQUESTED, TS.UPDATING, TS.READY, TS.UPDATE_ERROR),
     DELETE: (TS.DELETE_REQUESTED, TS.DELETING, TS.NOT_PRESENT, TS.DELETE_ERROR),
 }
-MESSAGES = {
+MESSAGES: dict[int, str] = {
     TS.CREATE_REQUESTED: "Create requested",
     TS.CREATING: "Creating",
     TS.UPDATE_REQUESTED: "Update requested",
@@ -94,8 +95,8 @@ class Progress:
     def record_key(self) -> str:
         return f"{self.type_name}/{self.key}"
 
-    def key_message(self) -> Message:
-        key = type(self.kind.message().key)()
+    def key_message(self) -> Any:
+        key = type(self.kind.key_of(self.kind.message()))()
         json_format.Parse(self.key, key)
         return key
 
@@ -125,21 +126,22 @@ class Progress:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Progress:
-        s = struct_pb2.Struct.FromString(data)
-        fields = s.fields
+        # Records written before a field existed lack it: its default applies.
+        s: dict[str, Any] = json_format.MessageToDict(struct_pb2.Struct.FromString(data))
+        state = TS.Value(s["state"])
         return cls(
             s["type"],
             s["key"],
             s["action"],
-            TS.Value(s["state"]),
+            state,
             int(s["since"]),
-            int(s["salt"]) if "salt" in fields else 0,
-            int(s["override"]) if "override" in fields else 0,
-            int(s["step"]) if "step" in fields else 0,
-            s["message"] if "message" in fields else MESSAGES.get(TS.Value(s["state"]), ""),
-            s["outcome"] if "outcome" in fields else "",
-            tuple(s["errors"]) if "errors" in fields else (),
-            int(s["wait"]) if "wait" in fields else 1,
+            int(s.get("salt", 0)),
+            int(s.get("override", 0)),
+            int(s.get("step", 0)),
+            s.get("message", MESSAGES.get(state, "")),
+            s.get("outcome", ""),
+            tuple(s.get("errors", ())),
+            int(s.get("wait", 1)),
         )
 
     def failure(self) -> str:
@@ -176,7 +178,7 @@ def _results(progress: Progress) -> list[result_pb2.Result]:
 
 async def follow(
     store: ObjectStore, progress: Progress, since_revision: int
-) -> AsyncIterator[result_pb2.Result]:
+) -> AsyncGenerator[result_pb2.Result]:
     """The operation's progress as Results, until it is done; a failure ends in its error."""
     for result in _results(progress):
         yield result

@@ -187,7 +187,7 @@ async def _parent_failure(tx: Transaction, progress: Progress) -> str | None:
 def _report(progress: Progress, state: int, errors: list[str]) -> Any:
     """The Info the simulated CRM sends for ``progress`` in ``state``."""
     info_kind = k.INFO_OF[progress.type_name]
-    info = info_kind.message(key=progress.key_message())
+    info: Any = info_kind.message(key=progress.key_message())
     info.state = crm.cloudlet_state(state) if progress.kind is k.CLOUDLET else state
     info.errors.extend(errors)
     if progress.kind is k.CLOUDLET and state == TS.READY:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from google.protobuf.message import Message
@@ -33,10 +34,10 @@ import app.services.edge.kinds as k
 from app.callers import Role, current_caller
 from app.services.status import Rejected
 
-Owner = Callable[[Message], str]
+Owner = Callable[[Any], str]  # of a key message
 
 
-def _cloudlet_operator(key: Message) -> str:
+def _cloudlet_operator(key: Any) -> str:
     return key.cloudlet_key.operator_key.name
 
 

@@ -119,6 +119,8 @@ class TypeHooks:
         await self._require_not_deleting(tx, k.CLUSTER_INST, key.cluster_inst_key)
         app = await load(tx, k.APP, key.app_key)
         cluster = await load(tx, k.CLUSTER_INST, key.cluster_inst_key)
+        if app is None or cluster is None:  # check_references found them in this transaction
+            raise RuntimeError(f"the App or ClusterInst of {k.APP_INST.describe(obj)} vanished")
         cloudlet = await load(tx, k.CLOUDLET, key.cluster_inst_key.cloudlet_key)
         obj.liveness = common_pb2.LIVENESS_STATIC
         cloudlet_key = key.cluster_inst_key.cloudlet_key

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gen  # noqa: F401
 from app.services.edge import kinds as k
 from app.services.edge.objects import EdgeObjects
 from app.services.edge.records import load
 from app.services.edge.resource_manager import ResourceManager
 from app.sim.clock import ManualClock
 from app.store import ObjectStore
-from tests.harness import run
-
-from edgeproto import (
+from gen.edgeproto import (
     cloudlet_pb2,
     cluster_pb2,
     clusterinst_pb2,
@@ -22,6 +19,7 @@ from edgeproto import (
     flavor_pb2,
     operator_pb2,
 )
+from tests.harness import run
 
 CLOUDLET = cloudlet_pb2.CloudletKey(operator_key=operator_pb2.OperatorKey(name="op"), name="c1")
 

@@ -7,6 +7,7 @@ import time
 
 import yaml
 
+import gen  # noqa: F401
 from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC
 from tests.harness import Running, run, running
 

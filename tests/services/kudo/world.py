@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+import gen  # noqa: F401
 from app.services.kudo.certificates import self_signed
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from gen.scheduler import scheduler_pb2 as pb

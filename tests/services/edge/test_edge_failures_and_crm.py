@@ -46,6 +46,14 @@ async def _parents(api: Rest) -> None:
     )
 
 
+async def _failed_cloudlet_brought_up(api: Rest) -> None:
+    """On a server where everything fails: the Cloudlet fails, then an admin's injected
+    CloudletInfo (the regression tool) says it is up after all."""
+    await _parents(api)
+    await api.post("/create/cloudlet", {"key": CLOUDLET})
+    await api.ok("/v1/edge/cloudletinfo:inject", {"key": CLOUDLET, "state": "CLOUDLET_STATE_READY"})
+
+
 def _cluster_inst(**fields: Any) -> clusterinst_pb2.ClusterInst:
     inst = clusterinst_pb2.ClusterInst(**fields)
     inst.key.cluster_key.name = "games"
@@ -86,7 +94,7 @@ def test_simulated_failures_give_error_states_and_failed_creates_can_be_deleted(
             assert info["errors"] and info["errors"][0] in failed["result"]["message"]
 
             # gRPC: a ClusterInst on the failed Cloudlet fails too, naming why.
-            token = api.headers["authorization"].removeprefix("Bearer ")
+            token = api.token
             stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
             seen, error = await _messages(
                 stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token))
@@ -116,14 +124,8 @@ def test_a_failed_create_is_retried_and_ignore_crm_errors_lets_it_through(tmp_pa
     async def scenario() -> None:
         async with running(tmp_path, sim_failure_ratio=1.0) as server:
             api = await rest_api(server)
-            token = api.headers["authorization"].removeprefix("Bearer ")
-            await _parents(api)
-            await api.post("/create/cloudlet", {"key": CLOUDLET})
-            # The admin's regression tool says the cloudlet is up after all.
-            await api.ok(
-                "/v1/edge/cloudletinfo:inject",
-                {"key": CLOUDLET, "state": "CLOUDLET_STATE_READY", "os_max_ram": 65536},
-            )
+            token = api.token
+            await _failed_cloudlet_brought_up(api)
             stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
             seen, error = await _messages(
                 stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token))
@@ -208,7 +210,7 @@ def test_an_external_crm_drives_cluster_insts_and_crm_override_behaves(tmp_path)
     async def scenario() -> None:
         async with running(tmp_path) as server:
             api = await rest_api(server)
-            token = api.headers["authorization"].removeprefix("Bearer ")
+            token = api.token
             await build_world(api)  # the cloudlet is built by the simulated CRM
             crm = Crm(server, token)
             try:
@@ -289,7 +291,7 @@ def test_not_found_names_the_missing_reference_and_inject_refuses_unknown_cloudl
     async def scenario() -> None:
         async with running(tmp_path) as server:
             api = await rest_api(server)
-            token = api.headers["authorization"].removeprefix("Bearer ")
+            token = api.token
             await build_world(api)
             # REST: the detail names the type, key and the field that refers to it.
             missing_app = {**APP, "name": "nothing"}
@@ -330,12 +332,8 @@ def test_ignore_crm_completes_without_asking_the_crm(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, sim_failure_ratio=1.0) as server:
             api = await rest_api(server)
-            token = api.headers["authorization"].removeprefix("Bearer ")
-            await _parents(api)
-            await api.post("/create/cloudlet", {"key": CLOUDLET})
-            await api.ok(
-                "/v1/edge/cloudletinfo:inject", {"key": CLOUDLET, "state": "CLOUDLET_STATE_READY"}
-            )
+            token = api.token
+            await _failed_cloudlet_brought_up(api)
             stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
             # Every CRM operation would fail here; IGNORE_CRM does not ask it at all.
             inst = _cluster_inst(crm_override=common_pb2.IGNORE_CRM)

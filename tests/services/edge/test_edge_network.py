@@ -76,7 +76,7 @@ def test_shared_access_app_insts_get_distinct_root_lb_ports_released_on_delete(t
             assert paths == {"/games-niantic/pokemon-1-0/p8080", "/games-niantic/ingress-1-0/p8080"}
             assert shown["pokemon"]["uri"] == "berlin-1.acme-telecom.edge.portico.test"
             # CloudletRefs keeps each public port with its protocol bits (tcp 1, udp 2); gRPC.
-            token = api.headers["authorization"].removeprefix("Bearer ")
+            token = api.token
             stub = refs_pb2_grpc.CloudletRefsApiStub(server.channel)
             [refs] = [
                 r

@@ -50,7 +50,7 @@ def test_an_app_inst_on_an_auto_cluster_creates_and_later_removes_it(tmp_path):
                 "/update/cloudlet",
                 {"key": CLOUDLET, "num_dynamic_ips": 2, "fields": ["num_dynamic_ips"]},
             )
-            token = api.headers["authorization"].removeprefix("Bearer ")
+            token = api.token
             stub = app_inst_pb2_grpc.AppInstApiStub(server.channel)
             inst = app_inst_pb2.AppInst(auto_cluster_ip_access=common_pb2.IP_ACCESS_DEDICATED)
             inst.key.app_key.developer_key.name = APP["developer_key"]["name"]

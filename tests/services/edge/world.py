@@ -25,6 +25,7 @@ class Rest:
 
     def __init__(self, server: Running, token: str) -> None:
         self.http = server.http
+        self.token = token
         self.headers = {"authorization": f"Bearer {token}"}
 
     async def post(self, path: str, body: dict) -> tuple[int, Any]:

@@ -55,6 +55,16 @@ def http_socket(host: str, port: int, *, shared: bool) -> socket.socket:
     return sock
 
 
+def reserved_free_port(host: str) -> socket.socket:
+    """A free port, held for this server's workers: bound with ``SO_REUSEPORT`` so that they can
+    bind it too, and never listening, so it takes no connections."""
+    sock = socket.socket(_family(host), socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, 0))
+    return sock
+
+
 @contextlib.contextmanager
 def claimed_ports(settings: Settings) -> Iterator[None]:
     """Hold the server's ports for its lifetime; PortBusy if another server has one."""
@@ -64,7 +74,7 @@ def claimed_ports(settings: Settings) -> Iterator[None]:
             ("HTTP", settings.http_host, settings.http_port),
             ("gRPC", settings.grpc_host, settings.grpc_port),
         ):
-            if port == 0:  # a free port is chosen per worker; nothing to share or claim
+            if port == 0:  # the free port picked for the workers is held until they end
                 continue
             held.extend(_claim(transport, host, port))
         yield

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 import multiprocessing
 import secrets
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import timedelta
 from typing import Any
@@ -17,6 +19,7 @@ import grpc
 import uvicorn
 from starlette.types import ASGIApp
 
+from app import __version__
 from app.auth.gate import Gate
 from app.auth.passwords import PasswordHasher
 from app.auth.service import AuthService
@@ -28,7 +31,7 @@ from app.gateway.errors import GatewayError
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
-from app.listeners import PortBusy, claimed_ports, http_socket
+from app.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
 from app.refusals import Rejected
 from app.services.edge.system import edge_system
 from app.services.kaas.demo import demo_job
@@ -310,19 +313,26 @@ async def run(settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, lambda: setattr(http_server, "should_exit", True))
-    http_base = f"{'https' if settings.tls else 'http'}://{settings.http_host}:{settings.http_port}"
-    log.info(
-        "gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
-        settings.grpc_host,
-        portico.grpc_port,
-        http_base,
-        http_base,
-    )
     try:
         listener = http_socket(settings.http_host, settings.http_port, shared=settings.workers > 1)
+        # The ports bound, not the ones asked for: port 0 means "any free one".
+        scheme = "https" if settings.tls else "http"
+        http_base = f"{scheme}://{_url_host(settings.http_host)}:{listener.getsockname()[1]}"
+        log.info(
+            "portico %s: gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
+            __version__,
+            _url_host(settings.grpc_host),
+            portico.grpc_port,
+            http_base,
+            http_base,
+        )
         await http_server.serve(sockets=[listener])
     finally:
         await portico.stop()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _worker(settings: Settings) -> None:
@@ -344,6 +354,7 @@ def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
 def run_workers(settings: Settings) -> None:
     """Run ``settings.workers`` server processes on the same ports; stop them all on a signal."""
     context = multiprocessing.get_context("spawn")  # grpc must not be forked once started
+    settings, reserved = _pick_free_ports(settings)
     workers = [context.Process(target=_worker, args=(settings,)) for _ in range(settings.workers)]
     for process in workers:
         process.start()
@@ -357,6 +368,20 @@ def run_workers(settings: Settings) -> None:
     signal.signal(signal.SIGINT, stop_all)
     for process in workers:
         process.join()
+    for sock in reserved:
+        sock.close()
+
+
+def _pick_free_ports(settings: Settings) -> tuple[Settings, list[socket.socket]]:
+    """Every worker must bind the same ports: a port 0 ("any free one") is picked here once,
+    and held until the workers, which bind it too, are gone."""
+    reserved: list[socket.socket] = []
+    ports = {}
+    for name, host in (("http_port", settings.http_host), ("grpc_port", settings.grpc_host)):
+        if getattr(settings, name) == 0:
+            reserved.append(reserved_free_port(host))
+            ports[name] = reserved[-1].getsockname()[1]
+    return dataclasses.replace(settings, **ports), reserved
 
 
 def serve(settings: Settings) -> None:

@@ -1,9 +1,10 @@
 """``portico node-agent``: a scheduler node that registers and streams its status over gRPC.
 
-The agent keeps a self-signed certificate (CN = the node name) in ``--cert-dir`` (created on first
-run, reused after), logs in with a ``node`` account, registers, and reports its capacity every
-``--interval`` seconds until interrupted; then it ends its stream, and the scheduler gives it the
-grace period to come back. If the server goes away it reconnects with backoff.
+The agent keeps a self-signed certificate (CN = the node name) in ``--cert-dir`` (by default
+``node-certs`` in the data folder, outside any checkout; created with mode 0700 on first run,
+reused after), logs in with a ``node`` account, registers, and reports its capacity every
+``--interval`` seconds until interrupted; then it ends its stream, and the scheduler gives it
+the grace period to come back. If the server goes away it reconnects with backoff.
 
 It runs no containers itself (the server's simulated runtime moves its instances), but it learns
 them as a real agent would, through the runtime API: its node's running pods (``ListPods``
@@ -22,13 +23,14 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from app.config import Settings
 from app.services.kudo.certificates import self_signed
 from app.services.names import dns_label_problem
 from app.sim.usage import usage_at
@@ -42,6 +44,8 @@ Metadata = tuple[tuple[str, str], ...]
 
 RETRY_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 MAX_BACKOFF_SECONDS = 5.0
+# What the scheduler's ResourceSummary numbers mean (its simulated nodes use the same).
+RESOURCE_UNITS = {"cpu": "cores", "memory": "MiB", "disk": "GiB"}
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,10 @@ def add_node_agent_command(commands: Any) -> None:
         help="node id, a DNS label and the certificate's CN (default: the account name; a node "
         "account may act only for the node named like it)",
     )
-    for resource in ("cpu", "memory", "disk"):
-        agent.add_argument(f"--{resource}", type=int, required=True, help=f"{resource} limit")
+    for resource, unit in RESOURCE_UNITS.items():
+        agent.add_argument(
+            f"--{resource}", type=int, required=True, help=f"the node's {resource}, in {unit}"
+        )
     agent.add_argument(
         "--server",
         default=os.environ.get("PORTICO_NODE_SERVER", "127.0.0.1:50051"),
@@ -95,8 +101,10 @@ def add_node_agent_command(commands: Any) -> None:
     agent.add_argument(
         "--cert-dir",
         type=Path,
-        default=Path(os.environ.get("PORTICO_NODE_CERT_DIR", "node-certs")),
-        help="folder of <name>.crt/<name>.key, created if missing (PORTICO_NODE_CERT_DIR)",
+        default=default_cert_dir(os.environ),
+        help="folder of <name>.crt/<name>.key, created if missing with mode 0700 "
+        "($PORTICO_NODE_CERT_DIR, default: node-certs in the data folder, $PORTICO_DATA_DIR or "
+        "./data)",
     )
     agent.add_argument("--interval", type=float, default=5.0, help="seconds between status reports")
     for flag, variable, text in (
@@ -106,6 +114,13 @@ def add_node_agent_command(commands: Any) -> None:
     ):
         agent.add_argument(flag, default=os.environ.get(variable, ""), help=f"{text} ({variable})")
     agent.set_defaults(run=run_node_agent)
+
+
+def default_cert_dir(environ: Mapping[str, str]) -> Path:
+    """``node-certs`` in the state folder: the agent's key never lands in the working tree."""
+    if cert_dir := environ.get("PORTICO_NODE_CERT_DIR"):
+        return Path(cert_dir)
+    return Path(environ.get("PORTICO_DATA_DIR") or Settings.data_dir) / "node-certs"
 
 
 def options_from(args: argparse.Namespace) -> AgentOptions:
@@ -151,7 +166,8 @@ def load_or_create_certificate(cert_dir: Path, name: str) -> str:
     if cert_path.exists():
         return cert_path.read_text()
     cert, key = self_signed(name)
-    cert_dir.mkdir(parents=True, exist_ok=True)
+    cert_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cert_dir.chmod(0o700)  # a folder that already existed may have been open to others
     # The key is written owner-only before it holds anything.
     key_path.touch(mode=0o600, exist_ok=True)
     key_path.write_text(key)

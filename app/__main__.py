@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from app import __version__
 from app.auth import accounts
 from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
@@ -21,32 +22,62 @@ from app.auth.policy import Role
 from app.config import ConfigurationError, Settings
 from app.store import Account, ObjectStore, StoreError, make_private_folder
 
+DESCRIPTION = "Portico: five control-plane gRPC APIs, served over gRPC and REST/JSON."
+SERVE_EPILOG = (
+    "Every setting also has a PORTICO_* environment variable (the README lists them all); a "
+    "flag wins over it. Port 0 picks a free port; the start-up line names the ports bound."
+)
+
+
+def _setting(text: str, name: str) -> str:
+    """Help for a flag backed by a setting: its variable and its built-in default."""
+    default = getattr(Settings, name)
+    if isinstance(default, bool):
+        return f"{text} (${'PORTICO_' + name.upper()})"
+    if isinstance(default, Path) and not default.is_absolute():
+        default = f"./{default}"  # as a user would type it: Path drops the "./"
+    if default == "":
+        default = "none"
+    return f"{text} (${'PORTICO_' + name.upper()}, default: {default})"
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="portico", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="portico", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"portico {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="serve every API over gRPC and REST/JSON")
-    serve.add_argument("--http-host", help="REST/JSON listen address (PORTICO_HTTP_HOST)")
-    serve.add_argument("--http-port", type=int, help="REST/JSON port (PORTICO_HTTP_PORT)")
-    serve.add_argument("--grpc-host", help="gRPC listen address (PORTICO_GRPC_HOST)")
-    serve.add_argument("--grpc-port", type=int, help="gRPC port (PORTICO_GRPC_PORT)")
-    serve.add_argument("--data-dir", type=Path, help="state folder (PORTICO_DATA_DIR)")
-    serve.add_argument("--workers", type=int, help="server processes (PORTICO_WORKERS)")
-    serve.add_argument("--tls-cert", help="PEM certificate chain for both ports (PORTICO_TLS_CERT)")
-    serve.add_argument("--tls-key", help="PEM private key of --tls-cert (PORTICO_TLS_KEY)")
+    serve = commands.add_parser(
+        "serve",
+        help="serve every API over gRPC and REST/JSON",
+        description="Serve every API over gRPC and REST/JSON until SIGINT or SIGTERM.",
+        epilog=SERVE_EPILOG,
+    )
+    serve.add_argument("--http-host", help=_setting("REST/JSON listen address", "http_host"))
+    serve.add_argument("--http-port", type=int, help=_setting("REST/JSON port", "http_port"))
+    serve.add_argument("--grpc-host", help=_setting("gRPC listen address", "grpc_host"))
+    serve.add_argument("--grpc-port", type=int, help=_setting("gRPC port", "grpc_port"))
+    serve.add_argument("--data-dir", type=Path, help=_setting("state folder", "data_dir"))
+    serve.add_argument("--workers", type=int, help=_setting("server processes", "workers"))
+    serve.add_argument(
+        "--tls-cert", help=_setting("PEM certificate chain for both ports", "tls_cert")
+    )
+    serve.add_argument("--tls-key", help=_setting("PEM private key of --tls-cert", "tls_key"))
     serve.add_argument(
         "--tls-client-ca",
-        help="require gRPC clients to present a certificate signed by this PEM CA "
-        "(PORTICO_TLS_CLIENT_CA)",
+        help=_setting(
+            "require gRPC clients to present a certificate signed by this PEM CA", "tls_client_ca"
+        ),
     )
     serve.add_argument(
-        "--demo", action="store_const", const=True, help="fill every service with a small world"
+        "--demo",
+        action="store_const",
+        const=True,
+        help=_setting("fill every service with a small world", "demo"),
     )
     serve.set_defaults(run=_serve)
 
     users = commands.add_parser("users", help="manage accounts (in the configured database)")
-    users.add_argument("--data-dir", type=Path, help="state folder (PORTICO_DATA_DIR)")
+    users.add_argument("--data-dir", type=Path, help=_setting("state folder", "data_dir"))
     actions = users.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="create an account")
     add.add_argument("name")
@@ -117,20 +148,36 @@ def _serve(args: argparse.Namespace) -> None:
     serve(_settings(args))
 
 
-def _read_password(from_stdin: bool) -> str:
-    if from_stdin or not sys.stdin.isatty():
-        return sys.stdin.readline().rstrip("\n")
+def _read_password(args: argparse.Namespace) -> str:
+    """The password from stdin (``--password-stdin``), else asked twice on the terminal."""
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+        if not password:
+            raise SystemExit("portico: no password given: stdin was empty (--password-stdin)")
+        return password
+    if not sys.stdin.isatty():
+        # Reading a pipe nobody asked us to read would take whatever it holds, or nothing.
+        raise SystemExit(
+            "portico: no password given: there is no terminal to ask for it on. Pipe it in "
+            f"with --password-stdin, e.g. printf '%s\\n' \"$PASSWORD\" | portico users "
+            f"{args.action} {args.name}{_role_flag(args)} --password-stdin"
+        )
     first = getpass.getpass("Password: ")
     if getpass.getpass("Again: ") != first:
         raise SystemExit("portico: the passwords differ")
     return first
 
 
+def _role_flag(args: argparse.Namespace) -> str:
+    role = getattr(args, "role", None)
+    return f" --role {role}" if role else ""
+
+
 def _users(args: argparse.Namespace) -> None:
     settings = _settings(args)
     password = ""
     if args.action in {"add", "set-password"}:
-        password = _read_password(args.password_stdin)
+        password = _read_password(args)
     try:
         asyncio.run(_users_action(settings, args, password))
     except (AccountError, StoreError) as exc:
@@ -154,6 +201,7 @@ async def _users_action(settings: Settings, args: argparse.Namespace, password: 
             )
             print(f"added {account.username} ({account.role}{_binding(account)})")
         elif args.action == "list":
+            print("USERNAME\tROLE\tSTATE")
             for account in await store.list_accounts():
                 state = "enabled" if account.enabled else "disabled"
                 binding = _binding(account, sep="\t")

@@ -39,18 +39,23 @@ def test_added_account_logs_in_until_disabled(tmp_path, cli, capsys):
     cli("disable", "alice")
     assert _login_status(tmp_path, "alice", "alice-password") == 401
     cli("enable", "alice")
-    cli("set-password", "alice", stdin="new-password\n")
+    cli("set-password", "alice", "--password-stdin", stdin="new-password\n")
     assert _login_status(tmp_path, "alice", "alice-password") == 401
     assert _login_status(tmp_path, "alice", "new-password") == 200
+    capsys.readouterr()
     cli("list")
-    assert "alice\tviewer\tenabled" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines() == [
+        "USERNAME\tROLE\tSTATE",
+        "alice\tviewer\tenabled",
+    ]
 
 
 @pytest.mark.parametrize(
     ("args", "stdin", "message"),
     [
-        (("add", "b!", "--role", "admin"), "good-password\n", "must be 3-24 characters"),
-        (("add", "bob", "--role", "admin"), "short\n", "6-70 bytes"),
+        (("add", "b!", "--role", "admin", "--password-stdin"), "good-pw\n", "must be 3-24"),
+        (("add", "bob", "--role", "admin", "--password-stdin"), "short\n", "6-70 bytes"),
+        (("add", "bob", "--role", "admin", "--password-stdin"), "", "no password given"),
         (("disable", "nobody"), "", "not found"),
     ],
 )
@@ -61,6 +66,16 @@ def test_bad_requests_exit_with_a_message(cli, args, stdin, message):
 
 
 def test_the_same_name_twice_is_refused(cli):
-    cli("add", "carol", "--role", "operator", stdin="carol-password\n")
+    cli("add", "carol", "--role", "operator", "--password-stdin", stdin="carol-password\n")
     with pytest.raises(SystemExit, match="already exists"):
-        cli("add", "carol", "--role", "operator", stdin="carol-password\n")
+        cli("add", "carol", "--role", "operator", "--password-stdin", stdin="carol-password\n")
+
+
+@pytest.mark.parametrize("action", [("add", "dave", "--role", "viewer"), ("set-password", "dave")])
+def test_without_a_terminal_or_password_stdin_it_says_how_to_give_one(cli, action):
+    # A script's stdin is no terminal: nothing is read from it unless --password-stdin says so.
+    with pytest.raises(SystemExit) as stop:
+        cli(*action, stdin="dave-password\n")
+    message = str(stop.value)
+    assert "no password given" in message
+    assert f"| portico users {' '.join(action)} --password-stdin" in message

@@ -1,0 +1,118 @@
+"""The ``portico`` command line as a newcomer meets it: --version, --help, the start-up line."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from app import __version__
+from app.__main__ import main
+from app.node_agent import default_cert_dir, load_or_create_certificate
+from tests.conftest import ROOT
+
+
+def _output(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(list(argv))
+    assert stop.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_version_is_printed(capsys):
+    assert _output(capsys, "--version").strip() == f"portico {__version__}"
+
+
+@pytest.mark.parametrize("command", [(), ("serve",), ("users",), ("node-agent",), ("openapi",)])
+def test_help_is_plain_text(capsys, command):
+    text = _output(capsys, *command, "--help")
+    assert "``" not in text and "usage: portico" in text
+
+
+def test_serve_help_shows_each_default_and_its_variable(capsys):
+    text = " ".join(_output(capsys, "serve", "--help").split())
+    for flag, variable, default in [
+        ("--http-port", "PORTICO_HTTP_PORT", "8080"),
+        ("--grpc-port", "PORTICO_GRPC_PORT", "50051"),
+        ("--http-host", "PORTICO_HTTP_HOST", "127.0.0.1"),
+        ("--data-dir", "PORTICO_DATA_DIR", "./data"),
+        ("--workers", "PORTICO_WORKERS", "1"),
+    ]:
+        assert re.search(rf"{flag} \S+ .*?\(\${variable}, default: {re.escape(default)}\)", text)
+
+
+def test_node_agent_help_names_the_units(capsys):
+    text = " ".join(_output(capsys, "node-agent", "--help").split())
+    assert "--cpu CPU the node's cpu, in cores" in text
+    assert "--memory MEMORY the node's memory, in MiB" in text
+    assert "--disk DISK the node's disk, in GiB" in text
+
+
+def test_node_certificates_live_in_the_data_folder_owner_only(tmp_path):
+    assert default_cert_dir({}) == Path("data", "node-certs")
+    assert default_cert_dir({"PORTICO_DATA_DIR": "/srv/p"}) == Path("/srv/p/node-certs")
+    assert default_cert_dir({"PORTICO_NODE_CERT_DIR": "/etc/n"}) == Path("/etc/n")
+    cert_dir = default_cert_dir({"PORTICO_DATA_DIR": str(tmp_path)})
+    certificate = load_or_create_certificate(cert_dir, "edge-1")
+    assert stat.S_IMODE(cert_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((cert_dir / "edge-1.key").stat().st_mode) == 0o600
+    assert load_or_create_certificate(cert_dir, "edge-1") == certificate
+
+
+@pytest.fixture
+def server_on_port_zero(tmp_path) -> Iterator[str]:
+    """``portico serve --http-port 0 --grpc-port 0``; yields its start-up line."""
+    env = {
+        **os.environ,
+        "PORTICO_ADMIN_PASSWORD": "admin-password",
+        "PORTICO_PASSWORD_HASH_COST": "16",
+        "PORTICO_SIM_NODES": "0",
+    }
+    command = [sys.executable, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"]
+    process = subprocess.Popen(
+        [*command, "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        # Waits for the start-up line (or for the process to end without one).
+        for line in process.stderr:
+            if "REST/JSON on" in line:
+                yield line
+                break
+        else:
+            pytest.fail(f"portico serve ended with {process.wait()} before its start-up line")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stderr.close()
+
+
+def test_the_start_line_names_the_version_and_the_ports_bound(server_on_port_zero):
+    found = re.search(
+        r"portico (\S+): gRPC on 127\.0\.0\.1:(\d+), REST/JSON on (http://127\.0\.0\.1:(\d+))",
+        server_on_port_zero,
+    )
+    assert found, server_on_port_zero
+    version, grpc_port, http_base, http_port = found.groups()
+    assert version == __version__
+    assert int(grpc_port) > 0 and int(http_port) > 0
+    assert httpx.get(f"{http_base}/healthz", timeout=5).json() == {"status": "ok"}
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=5
+        )
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING

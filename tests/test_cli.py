@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
 import stat
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -19,6 +16,7 @@ from app import __version__
 from app.__main__ import main
 from app.node_agent import default_cert_dir, load_or_create_certificate
 from tests.conftest import ROOT
+from tests.serve_process import serve_process
 
 
 def _output(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -68,51 +66,11 @@ def test_node_certificates_live_in_the_data_folder_owner_only(tmp_path):
     assert load_or_create_certificate(cert_dir, "edge-1") == certificate
 
 
-@pytest.fixture
-def server_on_port_zero(tmp_path) -> Iterator[str]:
-    """``portico serve --http-port 0 --grpc-port 0``; yields its start-up line."""
-    env = {
-        **os.environ,
-        "PORTICO_ADMIN_PASSWORD": "admin-password",
-        "PORTICO_PASSWORD_HASH_COST": "16",
-        "PORTICO_SIM_NODES": "0",
-    }
-    command = [sys.executable, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"]
-    process = subprocess.Popen(
-        [*command, "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT,
-        env=env,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        # Waits for the start-up line (or for the process to end without one).
-        for line in process.stderr:
-            if "REST/JSON on" in line:
-                yield line
-                break
-        else:
-            pytest.fail(f"portico serve ended with {process.wait()} before its start-up line")
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stderr.close()
-
-
-def test_the_start_line_names_the_version_and_the_ports_bound(server_on_port_zero):
-    found = re.search(
-        r"portico (\S+): gRPC on 127\.0\.0\.1:(\d+), REST/JSON on (http://127\.0\.0\.1:(\d+))",
-        server_on_port_zero,
-    )
-    assert found, server_on_port_zero
-    version, grpc_port, http_base, http_port = found.groups()
-    assert version == __version__
-    assert int(grpc_port) > 0 and int(http_port) > 0
-    assert httpx.get(f"{http_base}/healthz", timeout=5).json() == {"status": "ok"}
-    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
-        reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(), timeout=5
-        )
-    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+def test_the_start_line_names_the_version_and_the_ports_bound(tmp_path):
+    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as served:
+        assert served.version == __version__
+        assert httpx.get(f"{served.http_base}/healthz", timeout=5).json() == {"status": "ok"}
+        with grpc.insecure_channel(f"127.0.0.1:{served.grpc_port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            reply = health.Check(health_pb2.HealthCheckRequest(), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING

@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build stage: install Portico and its dependencies into a self-contained virtualenv.
-FROM python:3.11-slim AS build
+FROM python:3.11.11-slim-bookworm AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/portico
 WORKDIR /src
@@ -11,8 +11,8 @@ RUN /opt/portico/bin/pip install --no-cache-dir /src
 # The dashboard's files, where app/gateway/dashboard.py looks in an install: <sys.prefix>/share/portico/static.
 COPY static /opt/portico/share/portico/static
 
-# Runtime stage: the virtualenv only, run as an unprivileged user.
-FROM python:3.11-slim
+# Runtime stage: the virtualenv only, run as an unprivileged user (same pinned base as the build).
+FROM python:3.11.11-slim-bookworm
 # The image has no .git: GetVersionInformation reports what the build says here, e.g.
 # docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD) --build-arg BUILD_DATE=$(date -u +%FT%TZ) .
 ARG GIT_COMMIT=""
@@ -35,6 +35,7 @@ USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8080 50051
+# Follows PORTICO_HTTP_PORT: set the port with it (docker run -e), not with --http-port.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORTICO_HTTP_PORT', '8080'), timeout=2)"]
 CMD ["portico", "serve"]

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import ROOT
+from tests.serve_process import serve_process
 
 DOCKERFILE = ROOT / "Dockerfile"
 
@@ -38,3 +44,89 @@ def test_dockerfile_is_multi_stage_non_root_with_a_data_volume_and_healthcheck()
     assert 'CMD ["portico", "serve"]' in text
     # gen/ ships in the image, so the generated modules import there.
     assert "COPY gen ./gen" in text
+
+
+def test_base_images_are_pinned_to_a_release():
+    for line in DOCKERFILE.read_text().splitlines():
+        if line.startswith("FROM "):
+            assert re.fullmatch(r"FROM python:\d+\.\d+\.\d+-slim-\w+( AS \w+)?", line), line
+
+
+def test_the_healthcheck_follows_the_configured_port(tmp_path):
+    healthcheck = DOCKERFILE.read_text().split("\nHEALTHCHECK ", 1)[1]
+    probe = json.loads(healthcheck.split("CMD", 1)[1].splitlines()[0])
+    assert probe[0] == "python"
+    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as served:
+        port = served.http_base.rsplit(":", 1)[1]
+        env = {**os.environ, "PORTICO_HTTP_PORT": port}
+        assert subprocess.run([sys.executable, *probe[1:]], env=env, check=False).returncode == 0
+    # Nothing answers there any more: the probe reports the container unhealthy.
+    failed = subprocess.run([sys.executable, *probe[1:]], env=env, capture_output=True, check=False)
+    assert failed.returncode != 0
+
+
+def test_the_build_context_leaves_out_state_secrets_and_history():
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    # Everything is excluded, then only what the Dockerfile copies is let back in.
+    assert "**" in ignore
+    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
+    assert allowed == {source for source, _ in _build_copies()}
+    assert not allowed & {".venv", "data", ".git", "tests"}
+
+
+def _build_copies() -> list[tuple[str, str]]:
+    """(source, destination) of every COPY of the build stage, as the Dockerfile says."""
+    build_stage = DOCKERFILE.read_text().split("\nFROM ")[1]
+    copies = []
+    for line in build_stage.splitlines():
+        if line.startswith("COPY "):
+            *sources, destination = line.split()[1:]
+            copies.extend((source, destination) for source in sources)
+    return copies
+
+
+def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_path):
+    """What the build stage does, outside Docker: the sources it copies to /src, a non-editable
+    install of them into the virtualenv /opt/portico, and static/ copied into that prefix."""
+    src, prefix = tmp_path / "src", tmp_path / "opt" / "portico"
+    for source, destination in _build_copies():
+        target = (
+            prefix / destination.removeprefix("/opt/portico/")
+            if (destination.startswith("/opt/portico/"))
+            else src / destination
+        )
+        if (ROOT / source).is_dir():
+            shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / source, target)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
+    site_packages = next(prefix.glob("lib/python*/site-packages"))
+    # The dependencies come from this test's environment (installing them again would take
+    # minutes); only its site-packages folder joins the path, not its editable checkout.
+    (site_packages / "test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, src], check=True
+    )
+    wheel = next(wheels.glob("portico-*.whl"))
+    subprocess.run([*pip, "install", "--no-deps", "--target", site_packages, wheel], check=True)
+    shutil.rmtree(src)  # nothing of the sources is left to fall back on
+
+    python = [str(prefix / "bin" / "python")]
+    where = subprocess.run(
+        [*python, "-c", "import app; print(app.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(site_packages)
+    with serve_process(python, tmp_path / "data", cwd=tmp_path) as served:
+        for file in sorted((ROOT / "static").iterdir()):
+            if file.is_file() and not file.name.startswith("."):
+                reply = httpx.get(f"{served.http_base}/dashboard/{file.name}", timeout=5)
+                assert reply.status_code == 200, file.name
+                assert reply.content == file.read_bytes()
+        assert httpx.get(f"{served.http_base}/dashboard/", timeout=5).status_code == 200

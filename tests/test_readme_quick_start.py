@@ -37,6 +37,10 @@ def quick_start_blocks(readme: str) -> list[str]:
     return re.findall(r"^```sh\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
 
 
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:2])
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -105,17 +109,27 @@ def _kill_group(leader: int) -> bool:
     return True
 
 
-def test_every_quick_start_block_succeeds_in_order(tmp_path):
+def _output(*command: str) -> str:
+    return subprocess.run(command, capture_output=True, text=True, check=False).stdout
+
+
+def _require_what_the_quick_start_uses() -> str:
+    """A python3 of this environment's version, and curl 7.82+; the path of that python3."""
     if sys.prefix == sys.base_prefix:
         require("a virtualenv", "the test lends its virtualenv's packages to the README's")
-    python3 = shutil.which("python3")
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    probe = [python3 or "python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
-    if python3 is None or subprocess.run(probe, capture_output=True, text=True).stdout.strip() != (
-        version
-    ):
-        require(f"python3 {version} on PATH", "the README's venv must match this environment's")
+    ours = "{}.{}".format(*sys.version_info[:2])
+    python3, curl = shutil.which("python3"), shutil.which("curl")
+    asked = "import sys; print('%d.%d' % sys.version_info[:2])"
+    if python3 is None or _output(python3, "-c", asked).strip() != ours:
+        require(f"python3 {ours} on PATH", "the README's venv must match this environment's")
+    if curl is None or _version(_output(curl, "--version").split()[1]) < (7, 82):
+        require("curl 7.82 or newer", "the quick start uses curl --json")
+    assert python3 is not None
+    return python3
 
+
+def test_every_quick_start_block_succeeds_in_order(tmp_path):
+    python3 = _require_what_the_quick_start_uses()
     http_port, grpc_port = _free_port(), _free_port()
     blocks = [
         block.replace("127.0.0.1:8080", f"127.0.0.1:{http_port}").replace(

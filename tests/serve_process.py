@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
 import subprocess
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ START_LINE = re.compile(
     r"portico (?P<version>\S+): gRPC on 127\.0\.0\.1:(?P<grpc_port>\d+), "
     r"REST/JSON on (?P<http_base>http://127\.0\.0\.1:\d+)"
 )
+START_SECONDS = 60.0  # generous: the machine running the tests may be busy
 # Fast and quiet: a known admin password, cheap hashes, no simulated nodes.
 TEST_ENV = {
     "PORTICO_ADMIN_PASSWORD": "admin-password",
@@ -35,11 +39,14 @@ class Served:
 
 
 @contextmanager
-def serve_process(python: Sequence[str], data_dir: Path, cwd: Path) -> Iterator[Served]:
-    """Run ``<python> -m app serve`` on ports 0 until the block ends."""
+def serve_process(
+    python: Sequence[str], data_dir: Path, cwd: Path, workers: int = 1
+) -> Iterator[list[Served]]:
+    """Run ``<python> -m app serve`` on ports 0 until the block ends; each worker's start-up
+    line."""
     command = [*python, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"]
     process = subprocess.Popen(
-        [*command, "--data-dir", str(data_dir)],
+        [*command, "--data-dir", str(data_dir), "--workers", str(workers)],
         cwd=cwd,
         env={**os.environ, **TEST_ENV},
         stderr=subprocess.PIPE,
@@ -47,19 +54,35 @@ def serve_process(python: Sequence[str], data_dir: Path, cwd: Path) -> Iterator[
         text=True,
     )
     assert process.stderr is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in process.stderr or ():
+            lines.put(line)
+        lines.put(None)  # the server closed its stderr: it has ended
+
+    # A thread reads, so that waiting for the lines has a deadline: a server that never says
+    # them (or says them differently) fails the test instead of hanging it.
+    reader = threading.Thread(target=read)
+    reader.start()
+    served: list[Served] = []
+    said: list[str] = []
+    deadline = time.monotonic() + START_SECONDS
     try:
-        # Waits for the start-up line, or for the process to end without one.
-        for line in process.stderr:
+        while len(served) < workers:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                pytest.fail(f"no {workers} start-up line(s) in: {''.join(said)}")
+            said.append(line)
             if found := START_LINE.search(line):
-                yield Served(
-                    line,
-                    found["version"],
-                    int(found["grpc_port"]),
-                    found["http_base"],
-                )
-                return
-        pytest.fail(f"portico serve ended with {process.wait()} before its start-up line")
+                ports = int(found["grpc_port"]), found["http_base"]
+                served.append(Served(line, found["version"], *ports))
+        yield served
     finally:
         process.terminate()
         process.wait(timeout=10)
+        reader.join(timeout=10)
         process.stderr.close()

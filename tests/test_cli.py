@@ -67,10 +67,18 @@ def test_node_certificates_live_in_the_data_folder_owner_only(tmp_path):
 
 
 def test_the_start_line_names_the_version_and_the_ports_bound(tmp_path):
-    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as served:
+    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as [served]:
         assert served.version == __version__
         assert httpx.get(f"{served.http_base}/healthz", timeout=5).json() == {"status": "ok"}
         with grpc.insecure_channel(f"127.0.0.1:{served.grpc_port}") as channel:
             health = health_pb2_grpc.HealthStub(channel)
             reply = health.Check(health_pb2.HealthCheckRequest(), timeout=5)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_workers_given_port_zero_share_the_one_port_picked(tmp_path):
+    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT, workers=2) as served:
+        first, second = served
+        assert (first.grpc_port, first.http_base) == (second.grpc_port, second.http_base)
+        assert first.grpc_port > 0 and not first.http_base.endswith(":0")
+        assert httpx.get(f"{first.http_base}/readyz", timeout=5).status_code == 200

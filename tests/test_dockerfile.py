@@ -56,7 +56,7 @@ def test_the_healthcheck_follows_the_configured_port(tmp_path):
     healthcheck = DOCKERFILE.read_text().split("\nHEALTHCHECK ", 1)[1]
     probe = json.loads(healthcheck.split("CMD", 1)[1].splitlines()[0])
     assert probe[0] == "python"
-    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as served:
+    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as [served]:
         port = served.http_base.rsplit(":", 1)[1]
         env = {**os.environ, "PORTICO_HTTP_PORT": port}
         assert subprocess.run([sys.executable, *probe[1:]], env=env, check=False).returncode == 0
@@ -123,7 +123,7 @@ def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_pat
         check=True,
     )
     assert Path(where.stdout.strip()).is_relative_to(site_packages)
-    with serve_process(python, tmp_path / "data", cwd=tmp_path) as served:
+    with serve_process(python, tmp_path / "data", cwd=tmp_path) as [served]:
         for file in sorted((ROOT / "static").iterdir()):
             if file.is_file() and not file.name.startswith("."):
                 reply = httpx.get(f"{served.http_base}/dashboard/{file.name}", timeout=5)

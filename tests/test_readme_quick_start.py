@@ -28,7 +28,7 @@ from tests.conftest import ROOT, require
 
 # What a fresh clone lacks: local state, caches, build output.
 NOT_IN_A_CLONE = {".git", ".venv", "data", "portico.log", "build", "dist"}
-CACHES = shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache", ".ruff_cache")
+CACHES = shutil.ignore_patterns("__pycache__", "*.egg-info", ".*_cache")
 
 
 def quick_start_blocks(readme: str) -> list[str]:

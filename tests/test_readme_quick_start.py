@@ -1,13 +1,14 @@
 """The README's quick start, as a newcomer pastes it: every shell block of the section, in order,
 in one bash, in a fresh copy of the repository (so a fresh ``./data``), each expected to succeed.
 
-Three things differ from a newcomer's machine, none of them in the blocks' text:
+Four things differ from a newcomer's machine, none of them in the blocks' text:
 
 - the server's ports are free ones (``PORTICO_HTTP_PORT``/``_GRPC_PORT``, and the blocks' URLs
   follow), so the test runs beside anything else;
 - ``pip install -e .`` finds the dependencies already installed: ``.venv`` exists beforehand and
   sees this test environment's packages (not pip, not portico itself), and pip neither reaches an
   index nor builds in isolation, so installing takes seconds instead of minutes;
+- password hashes are cheap (``PORTICO_PASSWORD_HASH_COST``, as in every test);
 - curl fails on an HTTP error status (``fail-with-body`` in its config), so a refused call fails
   its block instead of printing an error.
 """
@@ -80,6 +81,7 @@ def _environment(tmp_path: Path, http_port: int, grpc_port: int) -> dict[str, st
     return env | {
         "PORTICO_HTTP_PORT": str(http_port),
         "PORTICO_GRPC_PORT": str(grpc_port),
+        "PORTICO_PASSWORD_HASH_COST": "16",
         "CURL_HOME": str(curl_home),
         "PIP_NO_INDEX": "1",
         # pip reads a "no" variable inverted: 0 here means --no-build-isolation.

@@ -124,9 +124,11 @@ def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_pat
     )
     assert Path(where.stdout.strip()).is_relative_to(site_packages)
     with serve_process(python, tmp_path / "data", cwd=tmp_path) as [served]:
-        for file in sorted((ROOT / "static").iterdir()):
+        static = ROOT / "static"
+        for file in sorted(static.rglob("*")):
             if file.is_file() and not file.name.startswith("."):
-                reply = httpx.get(f"{served.http_base}/dashboard/{file.name}", timeout=5)
-                assert reply.status_code == 200, file.name
+                path = file.relative_to(static).as_posix()
+                reply = httpx.get(f"{served.http_base}/dashboard/{path}", timeout=5)
+                assert reply.status_code == 200, path
                 assert reply.content == file.read_bytes()
         assert httpx.get(f"{served.http_base}/dashboard/", timeout=5).status_code == 200

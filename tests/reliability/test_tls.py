@@ -101,8 +101,10 @@ def _node_agent_registers(server: Server, flags: tuple[str, ...], tmp_path: Path
     """Add a node account with the CLI, run ``portico node-agent`` until it has registered;
     returns what it printed."""
     env = {**os.environ, **server.env, "PORTICO_NODE_USERNAME": "edge-1"}
+    add_node_account = ["users", "add", "edge-1", "--role", "node", "--password-stdin"]
     subprocess.run(
-        [sys.executable, "-m", "app", "users", "add", "edge-1", "--role", "node"],
+        # A pipe is read only when asked to (--password-stdin).
+        [sys.executable, "-m", "app", *add_node_account],
         input="agent-password\n",
         env=env,
         cwd=ROOT,

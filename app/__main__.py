@@ -201,7 +201,7 @@ async def _users_action(settings: Settings, args: argparse.Namespace, password: 
             )
             print(f"added {account.username} ({account.role}{_binding(account)})")
         elif args.action == "list":
-            print("USERNAME\tROLE\tSTATE")
+            print("USERNAME\tROLE\tSTATE\tTENANT")
             for account in await store.list_accounts():
                 state = "enabled" if account.enabled else "disabled"
                 binding = _binding(account, sep="\t")

@@ -45,7 +45,7 @@ def test_added_account_logs_in_until_disabled(tmp_path, cli, capsys):
     capsys.readouterr()
     cli("list")
     assert capsys.readouterr().out.splitlines() == [
-        "USERNAME\tROLE\tSTATE",
+        "USERNAME\tROLE\tSTATE\tTENANT",
         "alice\tviewer\tenabled",
     ]
 

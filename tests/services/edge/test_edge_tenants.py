@@ -157,7 +157,9 @@ def test_users_add_binds_an_account_to_a_developer(tmp_path, monkeypatch, capsys
 
     def cli(*args: str, stdin: str = "") -> None:
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        main(["users", "--data-dir", str(tmp_path), *args])
+        # Not a terminal: the password is read from stdin only when asked to.
+        piped = ["--password-stdin"] if stdin else []
+        main(["users", "--data-dir", str(tmp_path), *args, *piped])
 
     # An account exists, so no bootstrap admin will be made: add one too.
     cli("add", "admin", "--role", "admin", stdin=f"{ADMIN_PASSWORD}\n")

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from app import limits
 from app.gateway.admission import refuse_every_call
 from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError
+from app.gateway.message_checks import request_violations
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 
@@ -59,13 +61,16 @@ def create_server(
     *,
     shared_port: bool = False,
     credentials: grpc.ServerCredentials | None = None,
+    strict: bool = True,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port.
 
     ``shared_port`` lets other processes bind the same port (the workers of one server);
     ``credentials`` serve TLS instead of plaintext. RuntimeError if the port cannot be bound.
+    ``strict`` refuses enum numbers an enum does not define (``PORTICO_UNKNOWN_FIELDS=reject``).
     """
+    admission = _Admission(authenticate, strict)
     server = grpc.aio.server(
         interceptors=tuple(interceptors), options=[("grpc.so_reuseport", int(shared_port))]
     )
@@ -78,7 +83,7 @@ def create_server(
             method.name: _method_handler(
                 method,
                 _not_served(method) if servicer is None else getattr(servicer, method.name),
-                authenticate,
+                admission,
             )
             for method in service.methods
         }
@@ -115,14 +120,37 @@ async def stop(server: grpc.aio.Server, grace: float = 5.0) -> None:
     await server.stop(grace)
 
 
+class _Admission:
+    """What every call passes before its servicer: the authenticate hook, then (for a single
+    request) parsing and the checks every request message passes on either transport (see
+    :mod:`app.gateway.message_checks`)."""
+
+    def __init__(self, authenticate: Authenticate, strict: bool) -> None:
+        self.authenticate = authenticate
+        self.strict = strict
+
+    async def __call__(
+        self, method: Method, request: Any, context: grpc.aio.ServicerContext
+    ) -> Any:
+        """The request for the servicer; raises GatewayError to refuse the call."""
+        await self.authenticate(method, tuple(context.invocation_metadata() or ()))
+        if method.client_streaming:
+            return request  # parsed message by message as the servicer reads
+        message = _parse(method, request)
+        found = request_violations(message, self.strict)
+        if found:
+            raise BadRequest(limits.summary(found), found)
+        return message
+
+
 def _method_handler(
-    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate
+    method: Method, behaviour: Callable[..., Any], admit: _Admission
 ) -> grpc.RpcMethodHandler:
     factory = _HANDLER_FACTORIES[method.kind]
     if method.server_streaming:
-        wrapped: Callable[..., Any] = _guard_stream(method, behaviour, authenticate)
+        wrapped: Callable[..., Any] = _guard_stream(method, behaviour, admit)
     else:
-        wrapped = _guard_unary(method, behaviour, authenticate)
+        wrapped = _guard_unary(method, behaviour, admit)
     # grpc answers a request its deserializer cannot read with UNKNOWN and a logged traceback,
     # before any handler of ours runs. A single request therefore arrives as bytes and is parsed
     # in the guard (after authentication); streamed requests raise MalformedRequest, which
@@ -169,14 +197,11 @@ def _not_served(method: Method) -> Callable[..., Any]:
 
 
 def _guard_unary(
-    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate
+    method: Method, behaviour: Callable[..., Any], admit: _Admission
 ) -> Callable[..., Any]:
-    parse = not method.client_streaming
-
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            await _authenticate(method, context, authenticate)
-            return await behaviour(_parse(method, request) if parse else request, context)
+            return await behaviour(await admit(method, request, context), context)
         except Exception as exc:
             await _fail(method, context, exc)
 
@@ -184,30 +209,21 @@ def _guard_unary(
 
 
 def _guard_stream(
-    method: Method, behaviour: Callable[..., Any], authenticate: Authenticate
+    method: Method, behaviour: Callable[..., Any], admit: _Admission
 ) -> Callable[..., Any]:
     if not inspect.isasyncgenfunction(behaviour):
         # A handler that sends with context.write() and returns: grpc.aio awaits those, and only
         # a coroutine around it (not a generator) may write.
-        return _guard_unary(method, behaviour, authenticate)
-
-    parse = not method.client_streaming
+        return _guard_unary(method, behaviour, admit)
 
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            await _authenticate(method, context, authenticate)
-            async for reply in behaviour(_parse(method, request) if parse else request, context):
+            async for reply in behaviour(await admit(method, request, context), context):
                 yield reply
         except Exception as exc:
             await _fail(method, context, exc)
 
     return guarded
-
-
-async def _authenticate(
-    method: Method, context: grpc.aio.ServicerContext, authenticate: Authenticate
-) -> None:
-    await authenticate(method, tuple(context.invocation_metadata() or ()))
 
 
 async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exception) -> None:

@@ -114,6 +114,7 @@ class Portico:
                 authenticate=self._authenticate,
                 shared_port=settings.workers > 1,
                 credentials=grpc_credentials(settings),
+                strict=settings.unknown_fields == "reject",
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None

@@ -19,6 +19,8 @@ from google.protobuf import message as message_pb
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from app import limits
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -47,8 +49,8 @@ class Violations:
         return bool(self.found)
 
     def summary(self) -> str:
-        """Every problem on one line, ``field: problem; ...``."""
-        return "; ".join(f"{v.field}: {v.description}" for v in self.found)
+        """The problems on one line, ``field: problem; ...`` (the first few, then how many more)."""
+        return limits.summary([(v.field, v.description) for v in self.found])
 
 
 class Rejected(Exception):
@@ -95,20 +97,12 @@ def rich_status(
     retry_after: float = 0.0,
     extra: Iterable[message_pb.Message] = (),
 ) -> grpc.Status:
-    """A gRPC status whose details carry the field violations, a retry delay and ``extra``."""
+    """A gRPC status whose details carry the field violations, a retry delay and ``extra``;
+    within the error limits of :mod:`app.limits`."""
     details: list[message_pb.Message] = []
     violations = list(violations)
     if violations:
-        details.append(
-            error_details_pb2.BadRequest(
-                field_violations=[
-                    error_details_pb2.BadRequest.FieldViolation(
-                        field=v.field, description=v.description
-                    )
-                    for v in violations
-                ]
-            )
-        )
+        details.append(limits.bad_request((v.field, v.description) for v in violations))
     if retry_after > 0:
         delay = duration_pb2.Duration(seconds=math.ceil(retry_after))
         details.append(error_details_pb2.RetryInfo(retry_delay=delay))
@@ -119,4 +113,4 @@ def rich_status(
         wrapper.Pack(detail)
         packed.append(wrapper)
     status = status_pb2.Status(code=code.value[0], message=message, details=packed)
-    return rpc_status.to_status(status)
+    return rpc_status.to_status(limits.fit_status(status))

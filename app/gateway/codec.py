@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ from typing import Any, cast
 
 from google.protobuf import descriptor, json_format, message
 
+from app import limits
 from app.gateway.errors import BadRequest
+from app.gateway.message_checks import is_map, too_many, undefined_enum
 
 FieldPath = tuple[descriptor.FieldDescriptor, ...]
 
@@ -40,7 +43,16 @@ class JsonOptions:
 
 
 def load_json(raw: bytes, what: str = "request body") -> Any:
-    """Strictly decode JSON bytes: UTF-8, no duplicate keys, bounded nesting."""
+    """Strictly decode JSON bytes: UTF-8, no duplicate keys, bounded nesting and item count."""
+    # A document under the item limit in bytes cannot hold more items; a bigger one is counted
+    # before parsing, as parsing a million tiny objects alone would stall every other caller.
+    if len(raw) > limits.MAX_JSON_ITEMS and (
+        limits.json_items_upper_bound(raw) > limits.MAX_JSON_ITEMS
+    ):
+        raise BadRequest(
+            f"{what} has more than {limits.MAX_JSON_ITEMS} JSON items",
+            [("", f"at most {limits.MAX_JSON_ITEMS} objects, arrays, members and elements")],
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -66,7 +78,7 @@ def parse_into(
     """Merge a decoded JSON object into ``target``; any problem is a BadRequest naming the field."""
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object, not {_json_type(value)}")
-    _check_tree(value, message_descriptor(target), "")
+    _check_tree(value, message_descriptor(target), "", not options.ignore_unknown)
     try:
         json_format.ParseDict(value, target, ignore_unknown_fields=options.ignore_unknown)
     except json_format.ParseError as exc:
@@ -135,7 +147,7 @@ def _resolve_field_path(
                 return None
             raise BadRequest(f"unknown query parameter {dotted!r}", [(dotted, "no such field")])
         fields.append(field)
-        if field.message_type is not None and not _is_map(field) and not field.is_repeated:
+        if field.message_type is not None and not is_map(field) and not field.is_repeated:
             current = field.message_type
         else:
             current = None
@@ -195,7 +207,7 @@ def set_text_value(tree: dict[str, Any], path: FieldPath, text: str, *, repeat: 
 
 
 def _text_to_json(field: descriptor.FieldDescriptor, text: str, name: str) -> Any:
-    if _is_map(field):
+    if is_map(field):
         raise BadRequest(f"map field {name!r} cannot be a query parameter", [(name, "map field")])
     if field.message_type is not None:
         full = field.message_type.full_name
@@ -237,14 +249,6 @@ def _json_names(desc: descriptor.Descriptor) -> dict[str, descriptor.FieldDescri
     if names is None:
         names = _JSON_NAME_CACHE[desc.full_name] = {f.json_name: f for f in desc.fields}
     return names
-
-
-def _is_map(field: descriptor.FieldDescriptor) -> bool:
-    return (
-        field.message_type is not None
-        and field.is_repeated
-        and field.message_type.GetOptions().map_entry
-    )
 
 
 # -- turning json_format's messages into field violations -------------------------------------
@@ -305,8 +309,10 @@ def map_entry(field: descriptor.FieldDescriptor) -> descriptor.Descriptor:
     return field.message_type
 
 
-def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str) -> None:
-    """Refuse a field given under both its spellings and bytes that are not base64."""
+def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str, strict: bool) -> None:
+    """Refuse what json_format would accept but must not be stored: a field under both its
+    spellings, bytes that are not base64, repeated fields over the cap, and (when unknown input
+    is refused) enum numbers the enum does not define."""
     if not isinstance(value, dict) or desc.full_name.startswith("google.protobuf."):
         return
     seen: dict[str, str] = {}
@@ -321,31 +327,64 @@ def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str) -> None:
                 [(path, "given more than once")],
             )
         seen[field.name] = key
-        _check_value(item, field, path)
+        _check_value(item, field, path, strict)
 
 
-def _check_value(item: Any, field: descriptor.FieldDescriptor, path: str) -> None:
-    if _is_map(field):
+def _check_value(item: Any, field: descriptor.FieldDescriptor, path: str, strict: bool) -> None:
+    if (
+        field.is_repeated
+        and isinstance(item, dict | list)
+        and len(item) > limits.MAX_REPEATED_ELEMENTS
+    ):
+        raise BadRequest(f"invalid {path}: {too_many(len(item))}", [(path, too_many(len(item)))])
+    if is_map(field):
         if isinstance(item, dict):
             value_field = map_entry(field).fields_by_name["value"]
             for key, entry in item.items():
-                _check_value(entry, value_field, f"{path}[{key}]")
+                _check_value(entry, value_field, f"{path}[{limits.clip(key, 64)}]", strict)
         return
     if field.is_repeated and isinstance(item, list):
         for index, entry in enumerate(item):
-            _check_single(entry, field, f"{path}[{index}]")
+            _check_single(entry, field, f"{path}[{index}]", strict)
         return
-    _check_single(item, field, path)
+    _check_single(item, field, path, strict)
 
 
-def _check_single(item: Any, field: descriptor.FieldDescriptor, path: str) -> None:
+def _check_single(item: Any, field: descriptor.FieldDescriptor, path: str, strict: bool) -> None:
     is_bytes = field.type == descriptor.FieldDescriptor.TYPE_BYTES or (
         field.message_type is not None and field.message_type.full_name == _BYTES_VALUE
     )
     if is_bytes and isinstance(item, str) and not _BASE64.match(item):
         raise BadRequest(f"invalid {path}: not base64", [(path, "not valid base64")])
     if field.message_type is not None and not is_bytes:
-        _check_tree(item, field.message_type, path)
+        _check_tree(item, field.message_type, path, strict)
+    elif strict and field.enum_type is not None:
+        _check_enum(item, field.enum_type, path)
+
+
+def _check_enum(item: Any, enum: descriptor.EnumDescriptor, path: str) -> None:
+    """An enum's value by name or by a number the enum defines (json_format truncates ``3.9``,
+    wraps ``2**40`` and stores any number in an open enum)."""
+    if item is None or enum.full_name == "google.protobuf.NullValue":
+        return
+    if isinstance(item, str):
+        if item in enum.values_by_name:
+            return
+        try:
+            number: Any = int(item)
+        except ValueError:
+            return  # json_format names the unknown enum name
+    elif isinstance(item, bool) or not isinstance(item, int | float):
+        raise BadRequest(
+            f"invalid {path}: must be an enum name or number", [(path, "not an enum value")]
+        )
+    elif isinstance(item, float) and not (math.isfinite(item) and item.is_integer()):
+        raise BadRequest(f"invalid {path}: must be an integer", [(path, "not an integer")])
+    else:
+        number = int(item)
+    if number not in enum.values_by_number:
+        problem = undefined_enum(enum, limits.clip(str(number), 24))
+        raise BadRequest(f"invalid {path}: {problem}", [(path, problem)])
 
 
 class _DuplicateKey(ValueError):

@@ -23,6 +23,8 @@ import grpc
 from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
+from app import limits
+
 # The canonical mapping (google/rpc/code.proto, grpc-gateway): the one table both directions use.
 HTTP_STATUS_BY_CODE: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.OK: 200,
@@ -66,10 +68,14 @@ class GatewayError(Exception):
         http_status: int | None = None,
         headers: Iterable[tuple[str, str]] = (),
     ) -> None:
-        super().__init__(message)
+        # Every error is cut to the limits here, whichever transport renders it.
+        fitted = limits.fit_status(
+            status_pb2.Status(code=code.value[0], message=message, details=details)
+        )
+        super().__init__(fitted.message)
         self.code = code
-        self.message = message
-        self.details = tuple(details)
+        self.message = fitted.message
+        self.details = tuple(fitted.details)
         self.http_status = http_status or HTTP_STATUS_BY_CODE[code]
         self.headers = tuple(headers)
         given = {name.lower() for name, _ in self.headers}
@@ -117,14 +123,7 @@ class BadRequest(GatewayError):
 
     def __init__(self, message: str, violations: Iterable[tuple[str, str]] = ()) -> None:
         detail = any_pb2.Any()
-        detail.Pack(
-            error_details_pb2.BadRequest(
-                field_violations=[
-                    error_details_pb2.BadRequest.FieldViolation(field=f, description=d)
-                    for f, d in violations
-                ]
-            )
-        )
+        detail.Pack(limits.bad_request(violations))
         super().__init__(grpc.StatusCode.INVALID_ARGUMENT, message, [detail])
 
 

@@ -235,6 +235,10 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
                     Code.ALREADY_EXISTS,
                     f"cluster {state.name!r} already has node pool(s) {', '.join(taken)}",
                 )
+            total = len(state.spec.worker_node_pools) + len(request.worker_node_pools)
+            found = Violations()
+            if not validation.check_pool_total(found, "worker_node_pools", total):
+                raise Rejected.invalid(found)
             await self._check_capacity(tx, sum(p.count for p in request.worker_node_pools))
             spec = _copy_spec(state.spec)
             spec.worker_node_pools.extend(request.worker_node_pools)

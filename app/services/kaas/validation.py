@@ -2,20 +2,22 @@
 
 Control planes run 1, 3 or 5 machines (etcd needs an odd quorum); machines are ``standard`` or
 ``gpu``; pool names are unique DNS labels; pools have at least one machine. ``control-plane``
-names the control plane's own machines, so no worker pool may take it.
+names the control plane's own machines, so no worker pool may take it. A cluster has at most
+``MAX_WORKER_POOLS`` worker pools of at most ``MAX_MACHINES_PER_POOL`` machines (app.limits): a
+short request must not commit the simulation to unbounded work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from app.limits import MAX_MACHINES_PER_POOL, MAX_WORKER_POOLS, shown
 from app.services.names import dns_label_problem, label_key_problem, label_value_problem
 from app.services.status import Violations
 from gen.cnct.kaas.api import api_pb2
 
 CONTROL_PLANE_COUNTS = (1, 3, 5)
 INSTANCE_TYPES = ("standard", "gpu")
-MAX_POOL_COUNT = 100
 # The pool name of the control plane's machines (their hostnames are <cluster>-control-plane-<i>).
 RESERVED_POOL = "control-plane"
 
@@ -38,7 +40,9 @@ def check_labels(v: Violations, path: str, labels: Iterable[api_pb2.KubernetesLa
 
 def check_count(v: Violations, path: str, count: int) -> None:
     v.check(
-        1 <= count <= MAX_POOL_COUNT, path, f"must be between 1 and {MAX_POOL_COUNT} (got {count})"
+        1 <= count <= MAX_MACHINES_PER_POOL,
+        path,
+        f"must be between 1 and {MAX_MACHINES_PER_POOL} (got {count})",
     )
 
 
@@ -46,13 +50,15 @@ def check_instance_type(v: Violations, path: str, instance_type: str) -> None:
     v.check(
         instance_type in INSTANCE_TYPES,
         path,
-        f"must be one of {', '.join(INSTANCE_TYPES)} (got {instance_type!r})",
+        f"must be one of {', '.join(INSTANCE_TYPES)} (got {shown(instance_type)})",
     )
 
 
 def check_pools(v: Violations, path: str, pools: Sequence[api_pb2.MachineSpec]) -> None:
     """Worker pool specs; names unique among themselves (clashes with a cluster's pools are
     ALREADY_EXISTS, which the servicer decides)."""
+    if not check_pool_total(v, path, len(pools)):
+        return  # not worth looking at each of them
     names: set[str] = set()
     for i, pool in enumerate(pools):
         where = f"{path}[{i}]"
@@ -60,6 +66,15 @@ def check_pools(v: Violations, path: str, pools: Sequence[api_pb2.MachineSpec]) 
         check_instance_type(v, f"{where}.instanceType", pool.instanceType)
         check_count(v, f"{where}.count", pool.count)
         check_labels(v, f"{where}.labels", pool.labels)
+
+
+def check_pool_total(v: Violations, path: str, total: int) -> bool:
+    """At most ``MAX_WORKER_POOLS`` worker pools in a cluster; returns whether within."""
+    return v.check(
+        total <= MAX_WORKER_POOLS,
+        path,
+        f"a cluster has at most {MAX_WORKER_POOLS} worker pools (this would make {total})",
+    )
 
 
 def check_pool_name(v: Violations, path: str, name: str, seen: set[str]) -> None:
@@ -78,7 +93,8 @@ def check_create(msg: api_pb2.CreateClusterMsg, versions: Sequence[str]) -> Viol
     v.check(
         msg.k8s_version in versions,
         "k8s_version",
-        f"must be one of the supported versions {', '.join(versions)} (got {msg.k8s_version!r})",
+        f"must be one of the supported versions {', '.join(versions)} "
+        f"(got {shown(msg.k8s_version)})",
     )
     plane = msg.control_plane_nodes
     v.check(
@@ -109,6 +125,8 @@ def check_delete_pools(msg: api_pb2.DeleteNodePoolMsg) -> Violations:
     v = Violations()
     check_name(v, "clusterName", msg.clusterName)
     v.check(bool(msg.node_pool_names), "node_pool_names", "at least one pool name is required")
+    if not check_pool_total(v, "node_pool_names", len(msg.node_pool_names)):
+        return v
     seen: set[str] = set()
     for i, name in enumerate(msg.node_pool_names):
         check_pool_name(v, f"node_pool_names[{i}]", name, seen)
@@ -120,6 +138,8 @@ def check_scale_pools(msg: api_pb2.ScaleNodePoolMsg) -> Violations:
     v = Violations()
     check_name(v, "clusterName", msg.clusterName)
     v.check(bool(msg.node_pools), "node_pools", "at least one pool is required")
+    if not check_pool_total(v, "node_pools", len(msg.node_pools)):
+        return v
     seen: set[str] = set()
     for i, pool in enumerate(msg.node_pools):
         check_pool_name(v, f"node_pools[{i}].name", pool.name, seen)

@@ -32,7 +32,7 @@ MAX_REPEATED_ELEMENTS = 1_000
 MAX_WORKER_POOLS = 20
 MAX_MACHINES_PER_POOL = 100
 # Port mappings of one scheduler instance, and filters of one runtime listing.
-MAX_PORTS_PER_INSTANCE = 100
+MAX_PORTS_PER_INSTANCE = 64
 MAX_FILTERS = 32
 
 # -- errors -------------------------------------------------------------------------------------

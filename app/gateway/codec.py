@@ -362,6 +362,9 @@ def _check_single(item: Any, field: descriptor.FieldDescriptor, path: str, stric
         _check_enum(item, field.enum_type, path)
 
 
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
 def _check_enum(item: Any, enum: descriptor.EnumDescriptor, path: str) -> None:
     """An enum's value by name or by a number the enum defines (json_format truncates ``3.9``,
     wraps ``2**40`` and stores any number in an open enum)."""
@@ -382,7 +385,8 @@ def _check_enum(item: Any, enum: descriptor.EnumDescriptor, path: str) -> None:
         raise BadRequest(f"invalid {path}: must be an integer", [(path, "not an integer")])
     else:
         number = int(item)
-    if number not in enum.values_by_number:
+    # The range first: upb's lookup by number wraps 2**40 to 0.
+    if not _INT32_MIN <= number <= _INT32_MAX or number not in enum.values_by_number:
         problem = undefined_enum(enum, limits.clip(str(number), 24))
         raise BadRequest(f"invalid {path}: {problem}", [(path, problem)])
 

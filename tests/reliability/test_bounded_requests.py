@@ -122,4 +122,12 @@ def test_many_wrong_fields_give_a_bounded_error(tmp_path: Path) -> None:
             assert reply.status_code == 400
             assert reply.json()["details"][0]["field_violations"][0]["field"] == "worker_node_pools"
 
+            # Filters are matched against every pod: a listing takes a bounded number of them.
+            filters = [{"app_names": ["web"]}] * (limits.MAX_FILTERS + 1)
+            reply = await server.http.post(
+                "/v1/runtime/pods:list", json={"filters": filters}, headers=headers
+            )
+            assert reply.status_code == 400
+            assert reply.json()["details"][0]["field_violations"][0]["field"] == "filters"
+
     run(scenario())

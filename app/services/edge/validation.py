@@ -4,6 +4,8 @@ Names follow upstream's object-name rule rather than DNS labels, because the doc
 organisations ("AT&T", "T-Mobile"): 1-63 characters of letters, digits and ``-_ .&,!``, starting
 with a letter or digit and not ending in a space. App versions and flavor names are stricter
 (``[A-Za-z0-9][-_A-Za-z0-9.]*``). Access ports are ``proto:port`` pairs (tcp, udp, http).
+A cloudlet's location is a latitude in -90..90 and a longitude in -180..180 degrees, as upstream's
+``IsLatitudeValid``/``IsLongitudeValid`` require (so NaN and infinities are refused too).
 """
 
 from __future__ import annotations
@@ -196,6 +198,18 @@ def _check_cloudlet(found: Violations, obj: cloudlet_pb2.Cloudlet) -> None:
         except ValueError:
             found.add("static_ips", f"{item!r} is not an IP address")
             break
+    location = obj.location
+    # Written as "within" so that NaN, which compares false with everything, is refused.
+    found.check(
+        -90.0 <= location.latitude <= 90.0,
+        "location.latitude",
+        f"must be from -90 to 90 degrees (got {location.latitude})",
+    )
+    found.check(
+        -180.0 <= location.longitude <= 180.0,
+        "location.longitude",
+        f"must be from -180 to 180 degrees (got {location.longitude})",
+    )
 
 
 def _check_cluster_inst(found: Violations, obj: clusterinst_pb2.ClusterInst) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from app.limits import MAX_PORTS_PER_INSTANCE
 from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.status import Violations
 from gen.scheduler import scheduler_pb2 as pb
@@ -17,7 +18,6 @@ from gen.scheduler import scheduler_pb2 as pb
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 MAX_IDENTIFIER = 63
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-MAX_PORTS = 64
 MAX_ENVIRONMENT = 256
 
 
@@ -41,7 +41,11 @@ def instance_violations(instance: pb.Instance) -> Violations:
         found.check(
             value > 0, f"resource.limit.{dimension}", f"must be greater than 0 (got {value})"
         )
-    found.check(len(instance.ports) <= MAX_PORTS, "ports", f"at most {MAX_PORTS} ports")
+    found.check(
+        len(instance.ports) <= MAX_PORTS_PER_INSTANCE,
+        "ports",
+        f"at most {MAX_PORTS_PER_INSTANCE} ports",
+    )
     sources: dict[int, int] = {}
     for index, port in enumerate(instance.ports):
         for end in ("source", "destination"):

@@ -30,6 +30,7 @@ import grpc
 
 from app import __version__
 from app.callers import Role, current_caller
+from app.limits import MAX_FILTERS
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
 from app.services.rkt.events import EventTranslator, images_present
@@ -63,6 +64,14 @@ def global_flags(tls: bool) -> pb.GlobalFlags:
         insecure_flags="none" if tls else "tls",
         trust_keys_from_https=False,
     )
+
+
+async def _check_filter_count(context: grpc.aio.ServicerContext, count: int) -> None:
+    """Every filter is matched against every pod or image: their number is capped."""
+    if count > MAX_FILTERS:
+        found = Violations()
+        found.add("filters", f"at most {MAX_FILTERS} filters (got {count})")
+        await abort_invalid(context, found)
 
 
 def _times_violations(since: int, until: int, prefix: str = "") -> Violations:
@@ -163,6 +172,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
     async def ListPods(
         self, request: pb.ListPodsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListPodsResponse:
+        await _check_filter_count(context, len(request.filters))
         instances = await self._instances()
         imports = {k: at for k, (_, at) in self._images(instances).items()}
         nodes = await self._node_states()
@@ -188,6 +198,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
     async def ListImages(
         self, request: pb.ListImagesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListImagesResponse:
+        await _check_filter_count(context, len(request.filters))
         imports = self._images(await self._instances())
         everything = [image_of(ref, at, Detail.FULL) for ref, at in imports.values()]
         chosen = {i.id for i in filters.select_images(everything, request.filters)}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from app import limits
 from app.setting_rules import (
     ConfigurationError,
     any_int,
@@ -73,6 +74,21 @@ class Settings:
     # "reject" answers unknown JSON fields and query parameters with 400; "ignore" drops them.
     unknown_fields: str = _rule("reject", one_of("reject", "ignore"))
     max_body_bytes: int = _rule(4 * 1024 * 1024, between(1024, 1024**3))
+    # Slow clients: a request's headers, and a request body (not a client stream), must arrive
+    # within these; a stream idle this long gets a keepalive.
+    header_timeout_seconds: float = _rule(
+        limits.DEFAULT_HEADER_TIMEOUT_SECONDS, between(0.001, 86_400.0)
+    )
+    body_timeout_seconds: float = _rule(
+        limits.DEFAULT_BODY_TIMEOUT_SECONDS, between(0.001, 86_400.0)
+    )
+    stream_heartbeat_seconds: float = _rule(
+        limits.DEFAULT_HEARTBEAT_SECONDS, between(0.001, 86_400.0)
+    )
+    # SIGTERM: open streams end, in-flight calls get this long, then the process exits.
+    shutdown_grace_seconds: float = _rule(
+        limits.DEFAULT_SHUTDOWN_GRACE_SECONDS, between(0.001, 86_400.0)
+    )
     cors_origins: tuple[str, ...] = _rule((), origins)
     # Peers whose X-Forwarded-For / Forwarded headers name the real client (none by default).
     trusted_proxies: tuple[str, ...] = _rule((), cidr_list)

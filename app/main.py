@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import gc
 import logging
+import math
 import multiprocessing
 import secrets
 import signal
@@ -27,6 +28,7 @@ from app.auth.tokens import TokenIssuer, load_secret
 from app.codegen import portico_openapi
 from app.config import ConfigurationError, Settings
 from app.gateway.codec import JsonOptions
+from app.gateway.connections import head_deadline_protocol
 from app.gateway.errors import GatewayError
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
@@ -100,6 +102,8 @@ class Portico:
         options = GatewayOptions(
             json=json_options,
             max_body_bytes=settings.max_body_bytes,
+            body_timeout_seconds=settings.body_timeout_seconds,
+            heartbeat_seconds=settings.stream_heartbeat_seconds,
             cors_origins=settings.cors_origins,
             authenticate=self._authenticate,
             openapi=portico_openapi(self.registry, json_options),
@@ -300,16 +304,7 @@ async def run(settings: Settings) -> None:
     gc.freeze()
     if portico.http_app is None:
         raise RuntimeError("start() did not build the HTTP app")
-    config = uvicorn.Config(
-        portico.http_app,
-        log_level="info",
-        access_log=settings.access_log,
-        # Portico is the origin server; forwarded headers are not trusted unless asked for.
-        proxy_headers=False,
-        server_header=False,
-        **uvicorn_tls(settings),
-    )
-    http_server = uvicorn.Server(config)
+    http_server = uvicorn.Server(http_config(settings, portico.http_app))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
@@ -334,6 +329,23 @@ async def run(settings: Settings) -> None:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def http_config(settings: Settings, app: Any) -> uvicorn.Config:
+    """How uvicorn serves the REST/JSON side: the limits on slow and oversized clients."""
+    return uvicorn.Config(
+        app,
+        log_level="info",
+        access_log=settings.access_log,
+        # Portico is the origin server; forwarded headers are not trusted unless asked for.
+        proxy_headers=False,
+        server_header=False,
+        http=head_deadline_protocol(settings.header_timeout_seconds),
+        # Every WebSocket frame is a request message: the body limit holds for each.
+        ws_max_size=settings.max_body_bytes,
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds),
+        **uvicorn_tls(settings),
+    )
 
 
 def _worker(settings: Settings) -> None:

@@ -65,8 +65,9 @@ class RpcDispatcher:
             body = b""
             if match.plan.body:
                 http_io.check_content_type(call.headers, b"application/json")
+                options = self.stages.options
                 body = await http_io.read_body(
-                    receive, call.headers, self.stages.options.max_body_bytes
+                    receive, call.headers, options.max_body_bytes, options.body_timeout_seconds
                 )
             request = self._request(match, scope, body)
             reply = await self.stages.invoker.unary(call, request)
@@ -119,7 +120,7 @@ class RpcDispatcher:
                 if match.plan.body:
                     http_io.check_content_type(call.headers, b"application/json")
                 http_io.check_length(call.headers, limit)
-                body = await pump.read_body(limit)
+                body = await pump.read_body(limit, self.stages.options.body_timeout_seconds)
                 request = self._request(match, scope, body)
             if not method.server_streaming:
                 reply = await self.stages.invoker.unary(call, request)

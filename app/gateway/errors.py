@@ -10,7 +10,7 @@ on REST (as Status JSON with the mapped HTTP status) and on gRPC (as status + ri
     │                            google.rpc.BadRequest field violations)
     └── HttpRefusal              refused at the HTTP layer before any RPC: no route (404),
                                  wrong method (405 + Allow), unsupported media type (415),
-                                 body too large (413)
+                                 body too large (413), body too slow (408)
 """
 
 from __future__ import annotations
@@ -162,6 +162,15 @@ def body_too_large(limit: int) -> HttpRefusal:
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         f"request body exceeds the limit of {limit} bytes",
         http_status=413,
+    )
+
+
+def body_too_slow(seconds: float) -> HttpRefusal:
+    """A request body that did not arrive within the body timeout: 408."""
+    return HttpRefusal(
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        f"request body not received within {seconds:g} seconds",
+        http_status=408,
     )
 
 

@@ -23,6 +23,7 @@ from app.gateway.errors import (
     BadRequest,
     GatewayError,
     body_too_large,
+    body_too_slow,
     unsupported_media_type,
 )
 
@@ -118,8 +119,17 @@ def check_length(headers: Headers, limit: int) -> None:
         raise body_too_large(limit)
 
 
-async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
+async def read_body(receive: Receive, headers: Headers, limit: int, timeout: float) -> bytes:
+    """The whole request body: 413 past ``limit`` bytes, 408 if it takes over ``timeout`` s."""
     check_length(headers, limit)
+    try:
+        async with asyncio.timeout(timeout):
+            return await _read_body(receive, limit)
+    except TimeoutError:
+        raise body_too_slow(timeout) from None
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app import limits
 from app.gateway.admission import refuse_every_call
 from app.gateway.codec import JsonOptions
 from app.gateway.context import Metadata
@@ -22,7 +23,11 @@ class GatewayOptions:
     """Transport policy for the HTTP side; ``main`` fills it from ``Settings``."""
 
     json: JsonOptions = field(default_factory=JsonOptions)
-    max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes: int = limits.DEFAULT_MAX_BODY_BYTES
+    # A request body (of a call that is not a client stream) must arrive within this.
+    body_timeout_seconds: float = limits.DEFAULT_BODY_TIMEOUT_SECONDS
+    # Idle streams send a keepalive at least this often (an SSE comment, an empty NDJSON line).
+    heartbeat_seconds: float = limits.DEFAULT_HEARTBEAT_SECONDS
     cors_origins: tuple[str, ...] = ()
     # Refuses every call unless given: pass admission.NO_AUTH to admit everyone on purpose.
     authenticate: Authenticate = refuse_every_call

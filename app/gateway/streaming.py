@@ -15,7 +15,7 @@ from typing import Any
 from google.protobuf import message
 
 from app.gateway.codec import JsonOptions, dump_json, load_json, parse_into
-from app.gateway.errors import GatewayError, body_too_large
+from app.gateway.errors import GatewayError, body_too_large, body_too_slow
 
 Receive = Callable[[], Any]
 _QUEUE_SIZE = 8  # chunks in flight between the socket and the servicer
@@ -67,8 +67,15 @@ class InboundPump:
                 return
             yield item
 
-    async def read_body(self, limit: int) -> bytes:
-        """The whole request body; 413 once it grows past ``limit`` bytes."""
+    async def read_body(self, limit: int, timeout: float) -> bytes:
+        """The whole request body; 413 past ``limit`` bytes, 408 if it takes over ``timeout``."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._read_body(limit)
+        except TimeoutError:
+            raise body_too_slow(timeout) from None
+
+    async def _read_body(self, limit: int) -> bytes:
         chunks: list[bytes] = []
         size = 0
         async for chunk in self.payloads():
@@ -105,6 +112,8 @@ async def ndjson_messages(
             raise body_too_large(line_limit)
         for line in lines:
             line_number += 1
+            if len(line) > line_limit:  # one request message (or frame) over the body limit
+                raise body_too_large(line_limit)
             if line.strip():
                 yield _parse_line(line, message_type, options, line_number)
     if buffer.strip():

@@ -1,7 +1,9 @@
 """The WebSocket flow: a bidirectional RPC on one of its HTTP paths, one JSON message a frame.
 
 Requests arrive as text frames (NDJSON lines), replies leave as ``{"result": ...}`` frames and a
-failure as one ``{"error": Status}`` frame before the close.
+failure as one ``{"error": Status}`` frame before the close. The caller passes the gate before
+the upgrade is accepted: a refused one gets a plain HTTP answer (401/403 with the Status JSON),
+never an open socket. Every frame is held to the body limit.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ class WebSocketDispatcher:
         plan = streaming_plans[0]
         try:
             call = new_call(plan.method, headers, request_id, scope)
+            await admit(call, self.stages.options.authenticate)
         except GatewayError as exc:
-            await send({"type": "websocket.close", "code": 1008, "reason": exc.message[:120]})
+            await self._refuse(scope, send, exc, request_id)
             return
         await send(
             {
@@ -68,7 +71,6 @@ class WebSocketDispatcher:
         pump = http_io.pump_cancelling_on_disconnect(receive, context)
         error: GatewayError | None = None
         try:
-            await admit(call, self.stages.options.authenticate)
             requests = streaming.ndjson_messages(
                 pump.payloads(),
                 call.method.input_type,
@@ -91,6 +93,28 @@ class WebSocketDispatcher:
             status = error.status_dict(self.stages.options.json.proto_names)
             await send({"type": "websocket.send", "text": dump_json({"error": status}).decode()})
         await send({"type": "websocket.close", "code": 1000})
+
+    async def _refuse(self, scope: Scope, send: Send, error: GatewayError, request_id: str) -> None:
+        """Answer the upgrade request with the error's HTTP status and Status JSON, where the
+        server can (the ASGI WebSocket denial response); else close, which servers send as 403."""
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        payload = error.status_json(self.stages.options.json.proto_names)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"x-request-id", request_id.encode("latin-1")),
+            (b"content-length", str(len(payload)).encode()),
+            *((k.encode(), v.encode("latin-1")) for k, v in error.headers),
+        ]
+        await send(
+            {
+                "type": "websocket.http.response.start",
+                "status": error.http_status,
+                "headers": headers,
+            }
+        )
+        await send({"type": "websocket.http.response.body", "body": payload})
 
 
 def _websocket_credentials(offered: Sequence[str], headers: http_io.Headers) -> str | None:

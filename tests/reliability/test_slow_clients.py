@@ -1,0 +1,88 @@
+"""Item: slow clients cannot hold connections. Partial headers, or a body that never completes,
+once held a connection 25 s and more; now the head and the body each have a deadline
+(``PORTICO_HEADER_TIMEOUT_SECONDS``, ``PORTICO_BODY_TIMEOUT_SECONDS``) and the answer is 408."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import uvicorn
+
+from app.main import http_config
+from tests.harness import run, running, settings_for
+
+TIMEOUT = 0.5
+
+
+@contextlib.asynccontextmanager
+async def _served(app: object, tmp_path: Path) -> AsyncIterator[int]:
+    """The app on uvicorn configured as ``portico serve`` configures it; yields the port."""
+    settings = settings_for(
+        tmp_path, http_port=0, header_timeout_seconds=TIMEOUT, body_timeout_seconds=TIMEOUT
+    )
+    config = http_config(settings, app)
+    config.host, config.port, config.log_level, config.lifespan = "127.0.0.1", 0, "warning", "off"
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.005)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def _until_closed(reader: asyncio.StreamReader) -> tuple[bytes, float]:
+    """What the server sends until it closes the connection, and how long that took."""
+    started = time.perf_counter()
+    answer = await asyncio.wait_for(reader.read(), 10)
+    return answer, time.perf_counter() - started
+
+
+def test_partial_headers_are_cut_off(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as server, _served(server.portico.http_app, tmp_path) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /api/v1/version HTTP/1.1\r\nHost: portico\r\nX-Slow: ")
+            await writer.drain()
+            answer, took = await _until_closed(reader)
+            writer.close()
+            assert answer.startswith(b"HTTP/1.1 408"), answer
+            assert took < TIMEOUT + 2
+
+            # A connection that never sends anything is closed too.
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            _, took = await _until_closed(reader)
+            writer.close()
+            assert took < TIMEOUT + 2
+
+    run(scenario())
+
+
+def test_a_body_that_never_completes_is_cut_off(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with (
+            running(tmp_path, body_timeout_seconds=TIMEOUT) as server,
+            _served(server.portico.http_app, tmp_path) as port,
+        ):
+            token = await server.login()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                b"POST /api/v1/cluster HTTP/1.1\r\nHost: portico\r\n"
+                b"Authorization: Bearer " + token.encode() + b"\r\n"
+                b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name": '
+            )
+            await writer.drain()
+            started = time.perf_counter()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            took = time.perf_counter() - started
+            writer.close()
+            assert head.startswith(b"HTTP/1.1 408"), head
+            assert took < TIMEOUT + 2
+
+    run(scenario())

@@ -9,12 +9,14 @@ refused: see ``app/gateway/admission.py``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import inspect
 import logging
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,7 @@ from app import limits
 from app.gateway.admission import refuse_every_call
 from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError
 from app.gateway.message_checks import request_violations
+from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 
@@ -62,15 +65,17 @@ def create_server(
     shared_port: bool = False,
     credentials: grpc.ServerCredentials | None = None,
     strict: bool = True,
+    streams: OpenStreams | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port.
 
     ``shared_port`` lets other processes bind the same port (the workers of one server);
     ``credentials`` serve TLS instead of plaintext. RuntimeError if the port cannot be bound.
-    ``strict`` refuses enum numbers an enum does not define (``PORTICO_UNKNOWN_FIELDS=reject``).
+    ``strict`` refuses enum numbers an enum does not define (``PORTICO_UNKNOWN_FIELDS=reject``);
+    streaming calls register in ``streams``, which ends them with UNAVAILABLE on shutdown.
     """
-    admission = _Admission(authenticate, strict)
+    admission = _Admission(authenticate, strict, OpenStreams() if streams is None else streams)
     server = grpc.aio.server(
         interceptors=tuple(interceptors), options=[("grpc.so_reuseport", int(shared_port))]
     )
@@ -123,11 +128,12 @@ async def stop(server: grpc.aio.Server, grace: float = 5.0) -> None:
 class _Admission:
     """What every call passes before its servicer: the authenticate hook, then (for a single
     request) parsing and the checks every request message passes on either transport (see
-    :mod:`app.gateway.message_checks`)."""
+    :mod:`app.gateway.message_checks`); and, around a streaming call, its registration."""
 
-    def __init__(self, authenticate: Authenticate, strict: bool) -> None:
+    def __init__(self, authenticate: Authenticate, strict: bool, streams: OpenStreams) -> None:
         self.authenticate = authenticate
         self.strict = strict
+        self.streams = streams
 
     async def __call__(
         self, method: Method, request: Any, context: grpc.aio.ServicerContext
@@ -141,6 +147,12 @@ class _Admission:
         if found:
             raise BadRequest(limits.summary(found), found)
         return message
+
+    def open(self, method: Method, context: grpc.aio.ServicerContext) -> Any:
+        """Around a call: a stream is registered, and ended with UNAVAILABLE on shutdown."""
+        if method.kind == "unary":
+            return contextlib.nullcontext()
+        return _open_stream(self.streams, context)
 
 
 def _method_handler(
@@ -201,7 +213,8 @@ def _guard_unary(
 ) -> Callable[..., Any]:
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            return await behaviour(await admit(method, request, context), context)
+            async with admit.open(method, context):
+                return await behaviour(await admit(method, request, context), context)
         except Exception as exc:
             await _fail(method, context, exc)
 
@@ -218,12 +231,39 @@ def _guard_stream(
 
     async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            async for reply in behaviour(await admit(method, request, context), context):
-                yield reply
+            async with admit.open(method, context) as stream:
+                replies = behaviour(await admit(method, request, context), context)
+                while True:
+                    try:
+                        reply = await anext(replies)
+                    except StopAsyncIteration:
+                        break
+                    # grpc.aio sends the reply while this generator waits at the yield, and
+                    # takes a cancellation there for the client's: the shutdown waits outside.
+                    stream.outside = True
+                    yield reply
+                    stream.outside = False
+                    if stream.ending:
+                        raise asyncio.CancelledError(SHUTTING_DOWN)
         except Exception as exc:
             await _fail(method, context, exc)
 
     return guarded
+
+
+@contextlib.asynccontextmanager
+async def _open_stream(
+    streams: OpenStreams, context: grpc.aio.ServicerContext
+) -> AsyncIterator[Stream]:
+    stream = streams.enter()
+    try:
+        yield stream
+    except (Exception, asyncio.CancelledError):
+        if not streams.ended_by_shutdown():
+            raise  # the client cancelled, or the servicer failed on its own
+        await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+    finally:
+        streams.leave(stream)
 
 
 async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exception) -> None:

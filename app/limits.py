@@ -48,6 +48,8 @@ _ELLIPSIS = "…"
 # -- streams and connections --------------------------------------------------------------------
 
 DEFAULT_HEARTBEAT_SECONDS = 15.0
+# An NDJSON stream's headers go out with its first reply, or after this long without one.
+STREAM_HEADERS_WAIT_SECONDS = 0.5
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 10.0
 DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0

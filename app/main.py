@@ -30,6 +30,7 @@ from app.config import ConfigurationError, Settings
 from app.gateway.codec import JsonOptions
 from app.gateway.connections import head_deadline_protocol
 from app.gateway.errors import GatewayError
+from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
@@ -49,7 +50,6 @@ from app.tls import check_tls_files, grpc_credentials, uvicorn_tls
 
 log = logging.getLogger("portico")
 
-SHUTDOWN_GRACE_SECONDS = 5.0
 BOOTSTRAP_ADMIN = "admin"
 
 
@@ -66,6 +66,9 @@ class Portico:
         self.grpc_port = 0
         self.servicers: dict[str, object] = {}
         self._background: asyncio.Task[None] | None = None
+        # Set on SIGTERM: readiness fails, new calls are refused, open streams end.
+        self.shutting_down = False
+        self.streams = OpenStreams(settings.stream_heartbeat_seconds)
         self._replica_work: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -103,7 +106,7 @@ class Portico:
             json=json_options,
             max_body_bytes=settings.max_body_bytes,
             body_timeout_seconds=settings.body_timeout_seconds,
-            heartbeat_seconds=settings.stream_heartbeat_seconds,
+            streams=self.streams,
             cors_origins=settings.cors_origins,
             authenticate=self._authenticate,
             openapi=portico_openapi(self.registry, json_options),
@@ -119,6 +122,7 @@ class Portico:
                 shared_port=settings.workers > 1,
                 credentials=grpc_credentials(settings),
                 strict=settings.unknown_fields == "reject",
+                streams=self.streams,
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None
@@ -170,8 +174,8 @@ class Portico:
         return servicers, jobs
 
     async def store_reachable(self) -> bool:
-        """Readiness: the store answers a query."""
-        if self.store is None:
+        """Readiness: not shutting down, and the store answers a query."""
+        if self.store is None or self.shutting_down:
             return False
         try:
             await self.store.current_revision()
@@ -184,16 +188,25 @@ class Portico:
         self, method: Method, metadata: Iterable[tuple[str, str | bytes]]
     ) -> object:
         assert self.gate is not None
+        if self.shutting_down:
+            raise shutting_down()
         try:
             return await self.gate.admit(method.full_name, metadata)
         except Rejected as rejected:
             headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
             raise GatewayError(rejected.code, rejected.message, headers=headers) from None
 
+    def begin_shutdown(self) -> None:
+        """Fail readiness, refuse new calls on both transports, end every open stream with
+        UNAVAILABLE; calls in flight may still finish (:meth:`stop` waits for them)."""
+        self.shutting_down = True
+        self.streams.close_all()
+
     async def stop(self) -> None:
         """Let in-flight gRPC calls finish, stop background work, then close the store."""
+        self.begin_shutdown()
         if self.grpc_server is not None:
-            await stop(self.grpc_server, SHUTDOWN_GRACE_SECONDS)
+            await stop(self.grpc_server, self.settings.shutdown_grace_seconds)
         for task in [*self._replica_work, *([self._background] if self._background else [])]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -306,9 +319,16 @@ async def run(settings: Settings) -> None:
         raise RuntimeError("start() did not build the HTTP app")
     http_server = uvicorn.Server(http_config(settings, portico.http_app))
     loop = asyncio.get_running_loop()
+
+    def shut_down() -> None:
+        # Streams end first (uvicorn would wait for them without end), then both servers stop
+        # taking calls; uvicorn and gRPC each give calls in flight the grace period.
+        portico.begin_shutdown()
+        http_server.should_exit = True
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, lambda: setattr(http_server, "should_exit", True))
+            loop.add_signal_handler(sig, shut_down)
     try:
         listener = http_socket(settings.http_host, settings.http_port, shared=settings.workers > 1)
         # The ports bound, not the ones asked for: port 0 means "any free one".

@@ -12,6 +12,7 @@ import grpc
 from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
+from app import stream_position
 from app.gateway import http_io, streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
 from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch
@@ -23,7 +24,9 @@ from app.gateway.invoker import (
     new_call,
     unexpected_failure,
 )
+from app.gateway.open_streams import shutting_down
 from app.gateway.stages import Stages
+from app.gateway.stream_response import StreamResponse
 
 
 class RpcDispatcher:
@@ -100,19 +103,26 @@ class RpcDispatcher:
         receive: Receive,
     ) -> None:
         context = call.context
+        options = self.stages.options
+        streams = options.streams
+        try:
+            stream = streams.enter()
+        except GatewayError as exc:
+            await http_io.send_error(send, exc, call.request_id, options.json.proto_names)
+            return
         pump = http_io.pump_cancelling_on_disconnect(receive, context)
         method = call.method
-        limit = self.stages.options.max_body_bytes
+        limit = options.max_body_bytes
         framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
-        started = False
+        response = StreamResponse(send, framing, call.request_id, context, stream)
         try:
-            await admit(call, self.stages.options.authenticate)
+            await admit(call, options.authenticate)
             if method.client_streaming:
                 http_io.check_content_type(
                     call.headers, b"application/x-ndjson", b"application/json"
                 )
                 messages = streaming.ndjson_messages(
-                    pump.payloads(), method.input_type, self.stages.options.json, limit
+                    pump.payloads(), method.input_type, options.json, limit
                 )
                 context.read_from(messages)
                 request: Request = messages
@@ -120,7 +130,7 @@ class RpcDispatcher:
                 if match.plan.body:
                     http_io.check_content_type(call.headers, b"application/json")
                 http_io.check_length(call.headers, limit)
-                body = await pump.read_body(limit, self.stages.options.body_timeout_seconds)
+                body = await pump.read_body(limit, options.body_timeout_seconds)
                 request = self._request(match, scope, body)
             if not method.server_streaming:
                 reply = await self.stages.invoker.unary(call, request)
@@ -129,42 +139,39 @@ class RpcDispatcher:
                     send, 200, b"application/json", payload, call.request_id, context
                 )
                 return
+            _resume_from_last_event(call.headers)
             replies = self.stages.invoker.stream(call, request)
-            if framing.opening:
-                started = True
-                context.headers_sent = True
-                await http_io.start(send, 200, framing.content_type, call.request_id, context)
-                await send(
-                    {"type": "http.response.body", "body": framing.opening, "more_body": True}
-                )
+            response.open()
             async with asyncio.timeout_at(
                 None if context.deadline is None else loop_time(context.deadline)
             ):
                 async for reply in replies:
                     rendered = self.stages.transcoder.reply_json(match.plan, reply, streamed=True)
-                    frame = framing.frame(rendered)
-                    if not started:
-                        started = True
-                        context.headers_sent = True
-                        await http_io.start(
-                            send, 200, framing.content_type, call.request_id, context
-                        )
-                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+                    await response.frame(rendered, stream_position.last_event())
             error = context.status_error()
         except GatewayError as exc:
             error = exc
         except TimeoutError:
             context.cancel()
             error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
-        except Exception as exc:
-            error = unexpected_failure(call, exc)
+        except (Exception, asyncio.CancelledError) as exc:
+            if streams.ended_by_shutdown():
+                context.cancel()
+                error = shutting_down()
+            elif isinstance(exc, asyncio.CancelledError):
+                raise  # the client went away
+            else:
+                error = unexpected_failure(call, exc)
         finally:
             context.finish()
             pump.stop()
-        if not started:
-            if error is not None:
-                await http_io.send_error(send, error, call.request_id, self._proto_names, context)
-                return
-            await http_io.start(send, 200, framing.content_type, call.request_id, context)
-        tail = b"" if error is None else framing.error(error, self.stages.options.json)
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+            response.stop()
+            streams.leave(stream)
+        await response.finish(error, options.json)
+
+
+def _resume_from_last_event(headers: http_io.Headers) -> None:
+    """A reconnecting EventSource sends the last ``id:`` it saw: watches resume after it."""
+    given = headers.get(b"last-event-id", b"")
+    if given.isdigit() and len(given) < 20:
+        stream_position.resume_after(int(given))

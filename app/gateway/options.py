@@ -10,6 +10,7 @@ from app import limits
 from app.gateway.admission import refuse_every_call
 from app.gateway.codec import JsonOptions
 from app.gateway.context import Metadata
+from app.gateway.open_streams import OpenStreams
 from app.gateway.registry import Method
 
 # Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
@@ -26,8 +27,9 @@ class GatewayOptions:
     max_body_bytes: int = limits.DEFAULT_MAX_BODY_BYTES
     # A request body (of a call that is not a client stream) must arrive within this.
     body_timeout_seconds: float = limits.DEFAULT_BODY_TIMEOUT_SECONDS
-    # Idle streams send a keepalive at least this often (an SSE comment, an empty NDJSON line).
-    heartbeat_seconds: float = limits.DEFAULT_HEARTBEAT_SECONDS
+    # Open streams: kept alive while idle, ended with UNAVAILABLE on shutdown. The gRPC server
+    # is handed the same registry, so one shutdown ends the streams of both transports.
+    streams: OpenStreams = field(default_factory=OpenStreams)
     cors_origins: tuple[str, ...] = ()
     # Refuses every call unless given: pass admission.NO_AUTH to admit everyone on purpose.
     authenticate: Authenticate = refuse_every_call

@@ -137,12 +137,19 @@ class Framing:
     result_prefix: bytes
     error_prefix: bytes
     suffix: bytes
-    # Sent as soon as the call is accepted; empty means the response starts with the first
-    # reply, so a failure before it still gets its own HTTP status.
+    # Sent on an idle stream every heartbeat interval; clients skip it.
+    keepalive: bytes
+    # Sent as soon as the call is accepted (SSE); NDJSON starts with the first reply or after
+    # a short wait (app.limits.STREAM_HEADERS_WAIT_SECONDS), so that a request refused while the
+    # servicer checks it still gets its own HTTP status.
     opening: bytes = b""
+    # Frames carry the event revision they stand for (SSE ``id:``, for ``Last-Event-ID``).
+    ids: bool = False
 
-    def frame(self, rendered: bytes) -> bytes:
+    def frame(self, rendered: bytes, event_id: int = 0) -> bytes:
         """One reply frame around its rendered ``{"result": ...}`` JSON."""
+        if event_id and self.ids:
+            return b"id: %d\n" % event_id + self.result_prefix + rendered + self.suffix
         return self.result_prefix + rendered + self.suffix
 
     def error(self, error: GatewayError, options: JsonOptions) -> bytes:
@@ -151,10 +158,19 @@ class Framing:
         return self.error_prefix + dump_json({"error": status}) + self.suffix
 
 
-NDJSON = Framing(b"application/x-ndjson", b"", b"", b"\n")
+# An empty line is NDJSON's keepalive: a reader of JSON lines skips blank ones.
+NDJSON = Framing(b"application/x-ndjson", b"", b"", b"\n", keepalive=b"\n")
 # An EventSource reports "open" only once headers arrive, and a subscription may wait long for
 # its first event: SSE answers at once, and later failures are ``error`` events.
-SSE = Framing(b"text/event-stream", b"data: ", b"event: error\ndata: ", b"\n\n", b": open\n\n")
+SSE = Framing(
+    b"text/event-stream",
+    b"data: ",
+    b"event: error\ndata: ",
+    b"\n\n",
+    keepalive=b": keepalive\n\n",
+    opening=b": open\n\n",
+    ids=True,
+)
 
 
 def framing_for(accept: str) -> Framing:

@@ -18,6 +18,7 @@ from app.gateway.codec import dump_json
 from app.gateway.errors import GatewayError
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, admit, new_call, unexpected_failure
+from app.gateway.open_streams import shutting_down
 from app.gateway.stages import Stages
 
 WEBSOCKET_SUBPROTOCOL = "portico.json"
@@ -68,6 +69,12 @@ class WebSocketDispatcher:
 
     async def _call(self, call: Call, plan: BindingPlan, send: Send, receive: Receive) -> None:
         context = call.context
+        streams = self.stages.options.streams
+        try:
+            stream = streams.enter()
+        except GatewayError as exc:
+            await self._close_with(send, exc)
+            return
         pump = http_io.pump_cancelling_on_disconnect(receive, context)
         error: GatewayError | None = None
         try:
@@ -84,11 +91,22 @@ class WebSocketDispatcher:
             error = context.status_error()
         except GatewayError as exc:
             error = exc
-        except Exception as exc:
-            error = unexpected_failure(call, exc)
+        except (Exception, asyncio.CancelledError) as exc:
+            if streams.ended_by_shutdown():
+                context.cancel()
+                error = shutting_down()
+            elif isinstance(exc, asyncio.CancelledError):
+                raise  # the client went away
+            else:
+                error = unexpected_failure(call, exc)
         finally:
             context.finish()
             pump.stop()
+            streams.leave(stream)
+        await self._close_with(send, error)
+
+    async def _close_with(self, send: Send, error: GatewayError | None) -> None:
+        """The final ``{"error": Status}`` frame, if the call failed, and the close."""
         if error is not None:
             status = error.status_dict(self.stages.options.json.proto_names)
             await send({"type": "websocket.send", "text": dump_json({"error": status}).decode()})

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select
 
+from app import stream_position
 from app.store.errors import OutOfRange, Unavailable
 from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoreMeta, core_table
 
@@ -217,12 +218,13 @@ async def follow_events(
     if isinstance(kinds, str):
         kinds = (kinds,)
     wanted = None if kinds is None else tuple(kinds)
-    after = since_revision
+    after = stream_position.watch_start(since_revision)
     while True:
         recent = await feed.recent_events(after, wanted)
         if recent is not None:
             events, through = recent
             for event in events:
+                stream_position.mark(event.revision)
                 yield event
             after = max(after, through)
             await feed.wait_past(after)
@@ -236,6 +238,7 @@ async def follow_events(
             )
         feed.advance(scanned)
         for event in events:
+            stream_position.mark(event.revision)
             yield event
         after = max(after, scanned)
         if len(events) < REPLAY_BATCH:

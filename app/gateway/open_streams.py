@@ -1,0 +1,118 @@
+"""The server's open streams, on both transports: kept alive while idle, ended on shutdown.
+
+A stream registers the task that runs it. One ticker (not a timer per stream) sends a keepalive
+on every HTTP stream that has been quiet for the heartbeat interval, so proxies keep idle watches
+open. On shutdown every registered task is cancelled; the flow that runs it sees
+:attr:`OpenStreams.closing` and ends its stream with a final ``UNAVAILABLE`` status ("server
+shutting down") in its protocol's form, instead of the abrupt end a cancellation would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+import grpc
+
+from app import limits
+from app.gateway.errors import GatewayError
+
+SHUTTING_DOWN = "server shutting down"
+
+Beat = Callable[[], Awaitable[None]]
+
+
+def shutting_down() -> GatewayError:
+    """What a call is answered once the server is shutting down."""
+    return GatewayError(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+
+
+class Stream:
+    """One open stream: its task, and how to send it a keepalive once its headers are out."""
+
+    __slots__ = ("beat", "ending", "last_sent", "outside", "task")
+
+    def __init__(self, task: asyncio.Task[object], now: float) -> None:
+        self.task = task
+        self.last_sent = now
+        self.beat: Beat | None = None
+        # Set while the task is in code that swallows a cancellation (grpc.aio sending a reply):
+        # the shutdown then only sets ``ending``, which the stream's flow checks when back.
+        self.outside = False
+        self.ending = False
+
+    def sent(self) -> None:
+        """Something went out: the stream is not idle."""
+        self.last_sent = asyncio.get_running_loop().time()
+
+
+class OpenStreams:
+    """Every open stream of one server."""
+
+    def __init__(self, heartbeat_seconds: float = limits.DEFAULT_HEARTBEAT_SECONDS) -> None:
+        self.heartbeat_seconds = heartbeat_seconds
+        self.closing = False
+        self._streams: dict[asyncio.Task[object], Stream] = {}
+        self._ticker: asyncio.Task[None] | None = None
+        self._beating: set[asyncio.Task[None]] = set()
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+    def enter(self) -> Stream:
+        """Register the current task's stream; refused once the server is shutting down."""
+        if self.closing:
+            raise shutting_down()
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        stream = self._streams[task] = Stream(task, loop.time())
+        if self._ticker is None or self._ticker.done():
+            self._ticker = loop.create_task(self._tick())
+        return stream
+
+    def leave(self, stream: Stream) -> None:
+        """The stream has ended."""
+        self._streams.pop(stream.task, None)
+
+    def ended_by_shutdown(self) -> bool:
+        """Whether the current task's stream was ended by the shutdown (whatever its code made
+        of the cancellation); if so, the task carries on to send the final status, as if it had
+        not been cancelled."""
+        task = asyncio.current_task()
+        stream = self._streams.get(task)  # type: ignore[arg-type]
+        if task is None or stream is None or not stream.ending:
+            return False
+        while task.cancelling():
+            task.uncancel()
+        return True
+
+    def close_all(self) -> None:
+        """Refuse new streams and end every open one."""
+        self.closing = True
+        for task, stream in list(self._streams.items()):
+            stream.ending = True
+            if not stream.outside:
+                task.cancel(SHUTTING_DOWN)
+        if self._ticker is not None:
+            self._ticker.cancel()
+
+    async def _tick(self) -> None:
+        interval = self.heartbeat_seconds
+        loop = asyncio.get_running_loop()
+        while self._streams:
+            await asyncio.sleep(interval / 3)
+            now = loop.time()
+            for stream in list(self._streams.values()):
+                if stream.beat is not None and now - stream.last_sent >= interval:
+                    stream.last_sent = now
+                    beating = loop.create_task(_quietly(stream.beat()))
+                    self._beating.add(beating)
+                    beating.add_done_callback(self._beating.discard)
+
+
+async def _quietly(beat: Awaitable[None]) -> None:
+    # A keepalive to a client that has gone is no news: its stream ends on the disconnect.
+    with contextlib.suppress(Exception):
+        await beat

@@ -1,0 +1,268 @@
+"""Item: SIGTERM ends open streams and the process, and idle streams stay alive.
+
+``SIGTERM`` once never finished while an SSE or NDJSON stream was open (and gRPC kept answering).
+Now readiness fails first, new calls are refused, every open stream ends with a final
+``UNAVAILABLE`` "server shutting down" in its protocol's form, and the process exits 0 within
+``PORTICO_SHUTDOWN_GRACE_SECONDS``. Idle streams carry keepalives, NDJSON answers its headers
+without waiting for a first reply, and SSE frames carry the event revision as ``id:``, from
+which a reconnect with ``Last-Event-ID`` resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+from edgeproto import node_pb2, notice_pb2, notice_pb2_grpc
+
+import gen  # noqa: F401
+from app.gateway.routes import GatewayOptions, create_app
+from app.store import ObjectStore
+from tests.gateway.conftest import shelf_registry
+from tests.gateway.shelf import SERVICE, ShelfServicer, pb
+from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving
+
+EVENTS = "/v1/runtime/events"  # v1alpha.PublicAPI.ListenEvents: a watch
+GRACE = 3.0
+INSTANCE = {
+    "name": "web",
+    "uri": "docker://nginx:1.25",
+    "resource": {"limit": {"cpu": 1, "memory": 256, "disk": 1}},
+}
+
+
+async def _forever(requests: asyncio.Queue[notice_pb2.Notice]) -> AsyncIterator[notice_pb2.Notice]:
+    while True:
+        yield await requests.get()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def _eventually_ready(http: httpx.AsyncClient, process: subprocess.Popen[bytes]) -> None:
+    """Wait until the server answers /readyz with 200 (or fail if it exited)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        try:
+            if (await http.get("/readyz")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.05)
+    raise AssertionError("the server did not become ready")
+
+
+def test_sigterm_ends_open_streams_on_both_transports_and_exits_0(tmp_path: Path) -> None:
+    http_port, grpc_port = _free_port(), _free_port()
+    env = {
+        **os.environ,
+        "PORTICO_DATA_DIR": str(tmp_path),
+        "PORTICO_HTTP_PORT": str(http_port),
+        "PORTICO_GRPC_PORT": str(grpc_port),
+        "PORTICO_ADMIN_PASSWORD": ADMIN_PASSWORD,
+        "PORTICO_PASSWORD_HASH_COST": "16",
+        "PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE),
+        "PORTICO_SIM_NODES": "0",
+    }
+    env.pop("PORTICO_DATABASE_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+    async def scenario() -> float:
+        base = f"http://127.0.0.1:{http_port}"
+        async with (
+            httpx.AsyncClient(base_url=base, timeout=30) as http,
+            grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel,
+        ):
+            await _eventually_ready(http, process)
+            login = {"username": "admin", "password": ADMIN_PASSWORD}
+            token = (await http.post("/v1/auth:login", json=login)).json()["token"]
+            auth = {"authorization": f"Bearer {token}"}
+            sse_headers = {**auth, "accept": "text/event-stream"}
+            async with (
+                http.stream("GET", EVENTS, headers=sse_headers) as sse,
+                http.stream("GET", EVENTS, headers=auth) as ndjson,
+            ):
+                # Both answer their headers although no event has come yet.
+                assert sse.status_code == ndjson.status_code == 200
+                assert ndjson.headers["content-type"] == "application/x-ndjson"
+                # An instance that no node can run (there are none): its creation is a
+                # stream that stays open too.
+                created = http.stream(
+                    "POST", "/v1/scheduler/instances", json=INSTANCE, headers=auth
+                )
+                async with created as creation:
+                    assert creation.status_code == 200
+                    # A gRPC bidirectional stream, live after its snapshot.
+                    outgoing: asyncio.Queue[notice_pb2.Notice] = asyncio.Queue()
+                    hello = notice_pb2.Notice(action=notice_pb2.VERSION, version=1)
+                    hello.any.Pack(node_pb2.Node(key=node_pb2.NodeKey(name="crm")))
+                    await outgoing.put(hello)
+                    watch = notice_pb2_grpc.NotifyApiStub(channel).StreamNotice(
+                        _forever(outgoing), metadata=tuple(auth.items())
+                    )
+                    while (await asyncio.wait_for(watch.read(), 10)).action != (
+                        notice_pb2.SENDALL_END
+                    ):
+                        pass
+
+                    signalled = time.monotonic()
+                    process.send_signal(signal.SIGTERM)
+                    sse_text = (await asyncio.wait_for(sse.aread(), 10)).decode()
+                    ndjson_text = (await asyncio.wait_for(ndjson.aread(), 10)).decode()
+                    creation_text = (await asyncio.wait_for(creation.aread(), 10)).decode()
+                    try:
+                        while True:
+                            await asyncio.wait_for(watch.read(), 10)
+                    except grpc.aio.AioRpcError as error:
+                        grpc_end = (error.code(), error.details())
+
+            last_event = sse_text.strip().split("\n\n")[-1]
+            assert last_event.startswith("event: error\ndata: "), sse_text
+            sse_status = json.loads(last_event.split("data: ", 1)[1])["error"]
+            assert (sse_status["code"], sse_status["message"]) == (14, "server shutting down")
+            for text in (ndjson_text, creation_text):
+                status = json.loads(text.strip().split("\n")[-1])["error"]
+                assert (status["code"], status["message"]) == (14, "server shutting down")
+            assert grpc_end == (grpc.StatusCode.UNAVAILABLE, "server shutting down"), (
+                process.stdout.read1().decode() if process.stdout else ""
+            )
+            return signalled
+
+    try:
+        signalled = run(scenario())
+        code = process.wait(timeout=GRACE + 10)
+        took = time.monotonic() - signalled
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.stdout is not None
+    output = process.stdout.read().decode()
+    process.stdout.close()
+    assert code == 0, output
+    assert took < GRACE + 5, f"exited {took:.1f} s after SIGTERM"
+
+
+def test_readiness_fails_and_new_calls_are_refused_once_shutting_down(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            auth = {"authorization": f"Bearer {token}"}
+            assert (await server.http.get("/readyz")).status_code == 200
+            server.portico.begin_shutdown()
+            assert (await server.http.get("/readyz")).status_code == 503
+            refused = await server.http.get("/api/v1/version", headers=auth)
+            assert refused.status_code == 503
+            assert refused.json()["message"] == "server shutting down"
+            refused = await server.http.get(EVENTS, headers=auth)
+            assert refused.status_code == 503
+
+    run(scenario())
+
+
+async def _next_frame(lines: object, *, allow_keepalive: bool = False) -> str:
+    """The next SSE frame (lines up to a blank one)."""
+    frame: list[str] = []
+    async for line in lines:  # type: ignore[attr-defined]
+        if line == "":
+            if frame:
+                return "\n".join(frame)
+            continue
+        frame.append(line)
+    raise AssertionError("the stream ended")
+
+
+def test_idle_streams_carry_keepalives(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with (
+            running(tmp_path, stream_heartbeat_seconds=0.2) as server,
+            uvicorn_serving(server.portico.http_app) as address,
+            httpx.AsyncClient(base_url=f"http://{address}", timeout=10) as http,
+        ):
+            auth = {"authorization": f"Bearer {await server.login()}"}
+            sse_headers = {**auth, "accept": "text/event-stream"}
+            async with http.stream("GET", EVENTS, headers=sse_headers) as sse:
+                lines = sse.aiter_lines()
+                assert await _next_frame(lines) == ": open"
+                started = time.monotonic()
+                assert await asyncio.wait_for(_next_frame(lines), 5) == ": keepalive"
+                assert time.monotonic() - started < 2
+            async with http.stream("GET", EVENTS, headers=auth) as ndjson:
+                chunks = ndjson.aiter_raw()
+                # An empty line, which readers of JSON lines skip.
+                assert await asyncio.wait_for(anext(chunks), 5) == b"\n"
+
+    run(scenario())
+
+
+class _WatchingShelf(ShelfServicer):
+    """A watch: one Thing per stored thing written after the stream began."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        super().__init__()
+        self.store = store
+
+    async def ListThings(self, request: Any, context: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+        start = await self.store.current_revision()
+        async with contextlib.aclosing(self.store.watch("thing", start)) as events:
+            async for event in events:
+                yield pb.Thing(name=event.key)
+
+
+def test_sse_frames_carry_revisions_and_a_reconnect_resumes_after_the_last(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        store = ObjectStore.open(f"sqlite:///{tmp_path / 'watch.db'}")
+        app = create_app(shelf_registry(), {SERVICE: _WatchingShelf(store)}, GatewayOptions())
+        sse_headers = {"accept": "text/event-stream"}
+        url = "/v1/shelves/s/things"
+        try:
+            async with (
+                uvicorn_serving(app) as address,
+                httpx.AsyncClient(base_url=f"http://{address}", timeout=10) as http,
+            ):
+                async with http.stream("GET", url, headers=sse_headers) as sse:
+                    lines = sse.aiter_lines()
+                    assert await _next_frame(lines) == ": open"
+                    for name in ("a", "b", "c"):
+                        await store.create("thing", name, b"")
+                    frames = [await asyncio.wait_for(_next_frame(lines), 10) for _ in range(3)]
+                ids = []
+                for frame, name in zip(frames, "abc", strict=True):
+                    id_line, data_line = frame.split("\n")
+                    assert json.loads(data_line[len("data: ") :])["result"]["name"] == name
+                    ids.append(int(id_line[len("id: ") :]))
+                assert ids == sorted(ids)
+                # The client saw "a" only; "b" and "c" were written before it came back, and
+                # a watch from the reconnect alone would never send them.
+                resumed = {**sse_headers, "last-event-id": str(ids[0])}
+                async with http.stream("GET", url, headers=resumed) as sse:
+                    lines = sse.aiter_lines()
+                    assert await _next_frame(lines) == ": open"
+                    again = [await asyncio.wait_for(_next_frame(lines), 10) for _ in range(2)]
+                assert again == frames[1:]
+        finally:
+            await store.close()
+
+    run(scenario())

@@ -28,8 +28,8 @@ MAX_REPEATED_ELEMENTS = 1_000
 
 # -- what requests may ask for (the domain's own caps) ------------------------------------------
 
-# A KaaS cluster: worker pools, and machines per pool (so at most 5 + 20 x 100 machines).
-MAX_WORKER_POOLS = 20
+# A KaaS cluster: worker pools, and machines per pool (so at most 5 + 10 x 100 machines).
+MAX_WORKER_POOLS = 10
 MAX_MACHINES_PER_POOL = 100
 # Port mappings of one scheduler instance, and filters of one runtime listing.
 MAX_PORTS_PER_INSTANCE = 64

@@ -30,6 +30,9 @@ from app.store.errors import StoreError, Unavailable, map_database_error
 P = ParamSpec("P")
 T = TypeVar("T")
 
+# A transaction whose steps run on the loop gives other callers a turn after this much of them.
+INLINE_TURN_SECONDS = 0.005
+
 _DRIVER_ERRORS = (sa_exc.DBAPIError, sa_exc.TimeoutError, sqlite3.Error, psycopg.Error)
 # Inline reads must never stall the event loop for long; on contention they go to the pool.
 _INLINE_BUSY_TIMEOUT = 0.05
@@ -208,11 +211,20 @@ class TransactionRunner:
         self._end_write = end_write
         self._inline_steps = inline_steps
         self._pending: asyncio.Future[Any] | None = None
+        self._turn_started = time.monotonic()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` inside the transaction."""
         if self._inline_steps:
-            return call_mapped(self._with_conn, fn, *args)
+            result = call_mapped(self._with_conn, fn, *args)
+            # Each step is short, but a transaction of thousands would hold the loop for
+            # seconds: every few milliseconds of them, other callers get a turn (other writers
+            # still wait for the write lock, readers never do).
+            now = time.monotonic()
+            if now - self._turn_started > INLINE_TURN_SECONDS:
+                await asyncio.sleep(0)
+                self._turn_started = time.monotonic()
+            return result
         return await self.run_sync(self._with_conn, fn, *args)
 
     def _with_conn(self, fn: Callable[..., T], *args: Any) -> T:

@@ -32,6 +32,7 @@ What a pass does for one cluster:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Collection
@@ -48,7 +49,7 @@ from app.services.kaas.records import (
     load_all_machines,
     load_cluster,
     machine_data,
-    parse_machine,
+    parse_machines,
     reserve_machines,
     sorted_machines,
 )
@@ -264,7 +265,9 @@ class ClusterReconciler:
         specs = {
             r.key: r.parse(api_pb2.CreateClusterMsg) for r in await self.store.list(CLUSTER_SPEC)
         }
-        machines = [parse_machine(r) for r in await self.store.list(MACHINE)]
+        # Thousands of machines take long to parse and plan: that work runs off the loop, so
+        # the largest cluster (app.limits) does not keep other callers waiting.
+        machines = await asyncio.to_thread(parse_machines, await self.store.list(MACHINE))
         in_use = {m.ip for m in machines if m.holds_ip}
         changed = 0
         for record in statuses:
@@ -277,7 +280,7 @@ class ClusterReconciler:
                 tuple(m for m in machines if m.cluster == record.key),
             )
             # A read-only look first: settled clusters cost no write transaction.
-            outcome = plan_cluster(state, self.provider, now, in_use)
+            outcome = await asyncio.to_thread(plan_cluster, state, self.provider, now, in_use)
             if outcome.changes or outcome.status != state.status:
                 changed += await self.reconcile(record.key, now, in_use)
         return changed
@@ -294,7 +297,7 @@ class ClusterReconciler:
                 return False
             if in_use is None:
                 in_use = {m.ip for m in await load_all_machines(tx) if m.holds_ip}
-            outcome = plan_cluster(state, self.provider, now, in_use)
+            outcome = await asyncio.to_thread(plan_cluster, state, self.provider, now, in_use)
             if not outcome.changes and outcome.status == state.status:
                 return False
             for machine in state.machines:
@@ -304,11 +307,13 @@ class ClusterReconciler:
                     in_use.add(machine.ip)
             for machine in outcome.released:
                 await tx.delete(MACHINE, key_of(machine))
-            for machine in outcome.machines:
-                if any(m.pool == machine.pool and m.index == machine.index for m in state.machines):
-                    await tx.update(MACHINE, key_of(machine), machine_data(machine))
+            stored = {(m.pool, m.index) for m in state.machines}
+            forms = await asyncio.to_thread(lambda: [machine_data(m) for m in outcome.machines])
+            for machine, form in zip(outcome.machines, forms, strict=True):
+                if (machine.pool, machine.index) in stored:
+                    await tx.update(MACHINE, key_of(machine), form)
                 else:
-                    await tx.create(MACHINE, key_of(machine), machine_data(machine))
+                    await tx.create(MACHINE, key_of(machine), form)
             if outcome.gone:
                 await tx.delete(CLUSTER, name)
                 await tx.delete(CLUSTER_SPEC, name)

@@ -16,6 +16,7 @@ checking the address pool's room costs one read instead of a scan of every clust
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -99,13 +100,18 @@ async def load_cluster(reader: Reader, name: str) -> ClusterState | None:
     return ClusterState(
         spec.parse(api_pb2.CreateClusterMsg),
         status.parse(api_pb2.ClusterDetailItem),
-        tuple(parse_machine(r) for r in machines),
+        tuple(await asyncio.to_thread(parse_machines, machines)),
     )
+
+
+def parse_machines(records: list[Record]) -> list[Machine]:
+    """Machines from their records (thousands take a while: callers run it off the loop)."""
+    return [parse_machine(r) for r in records]
 
 
 async def load_all_machines(reader: Reader) -> list[Machine]:
     """Every machine of every cluster."""
-    return [parse_machine(r) for r in await reader.list(MACHINE)]
+    return await asyncio.to_thread(parse_machines, await reader.list(MACHINE))
 
 
 def pool_names(spec: api_pb2.CreateClusterMsg) -> list[str]:

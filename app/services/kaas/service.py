@@ -65,7 +65,7 @@ from app.services.kaas.records import (
     load_cluster,
     machine_data,
     machine_status,
-    parse_machine,
+    parse_machines,
     pool_names,
     reserve_machines,
     reserved_machines,
@@ -142,7 +142,9 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         await self._check(context, _name_only(name, "clusterName"))
         spec = (await self._read(context, CLUSTER_SPEC, name)).parse(api_pb2.CreateClusterMsg)
         try:
-            machines = [parse_machine(r) for r in await self.store.list(MACHINE, f"{name}/")]
+            machines = await asyncio.to_thread(
+                parse_machines, await self.store.list(MACHINE, f"{name}/")
+            )
         except StoreError as error:
             await abort_store_error(context, error)
         statuses = [machine_status(m) for m in sorted_machines(spec, machines)]

@@ -74,7 +74,7 @@ def summary(pairs: Sequence[tuple[str, str]]) -> str:
 
 def bad_request(pairs: Iterable[tuple[str, str]]) -> error_details_pb2.BadRequest:
     """The ``google.rpc.BadRequest`` of the first violations, each text cut short."""
-    violations = []
+    violations: list[error_details_pb2.BadRequest.FieldViolation] = []
     for field, description in pairs:
         if len(violations) == MAX_VIOLATIONS:
             break
@@ -92,13 +92,14 @@ def fit_status(status: status_pb2.Status) -> status_pb2.Status:
     from the end while the whole would exceed :data:`MAX_ERROR_BYTES` as gRPC metadata."""
     fitted = status_pb2.Status(code=status.code, message=clip(status.message))
     for detail in status.details:
-        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            given = error_details_pb2.BadRequest()
-            detail.Unpack(given)
-            if len(given.field_violations) > MAX_VIOLATIONS or _long_violation(given):
-                pairs = ((v.field, v.description) for v in given.field_violations)
-                fitted.details.add().Pack(bad_request(pairs))
-                continue
+        given = error_details_pb2.BadRequest()
+        # Unpack is False for a detail of another type.
+        if detail.Unpack(given) and (
+            len(given.field_violations) > MAX_VIOLATIONS or _long_violation(given)
+        ):
+            pairs = ((v.field, v.description) for v in given.field_violations)
+            fitted.details.add().Pack(bad_request(pairs))
+            continue
         fitted.details.append(detail)
     while fitted.details and metadata_bytes(fitted) > MAX_ERROR_BYTES:
         del fitted.details[-1]

@@ -21,7 +21,7 @@ def head_deadline_protocol(seconds: float) -> type[HttpToolsProtocol]:
     class HeadDeadlineProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._arm_head_timer()
 

@@ -9,6 +9,8 @@ enum does not define. Domain ranges (a latitude, a port) are the servicers' vali
 
 from __future__ import annotations
 
+from typing import cast
+
 from google.protobuf import descriptor
 from google.protobuf import message as message_pb
 
@@ -23,7 +25,7 @@ def request_violations(msg: message_pb.Message, strict: bool = True) -> list[Vio
     stack: list[tuple[message_pb.Message, str]] = [(msg, "")]
     while stack and len(found) < limits.MAX_VIOLATIONS:
         current, path = stack.pop()
-        if not _worth_walking(current.DESCRIPTOR):
+        if not _worth_walking(cast(descriptor.Descriptor, current.DESCRIPTOR)):
             continue
         for field, value in current.ListFields():
             where = f"{path}.{field.name}" if path else field.name
@@ -31,7 +33,7 @@ def request_violations(msg: message_pb.Message, strict: bool = True) -> list[Vio
                 if len(value) > limits.MAX_REPEATED_ELEMENTS:
                     found.append((where, too_many(len(value))))
                     continue
-                if is_map(field):
+                if field.message_type is not None and is_map(field):
                     value_field = field.message_type.fields_by_name["value"]
                     items = [(f"{where}[{k}]", value[k]) for k in value]
                     _check_values(value_field, items, strict, found, stack)

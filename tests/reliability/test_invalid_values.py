@@ -10,9 +10,8 @@ from typing import Any
 
 import grpc
 import pytest
-from edgeproto import cloudlet_pb2, cloudlet_pb2_grpc, operator_pb2
 
-import gen  # noqa: F401
+from gen.edgeproto import cloudlet_pb2, cloudlet_pb2_grpc, operator_pb2
 from tests.harness import Running, run, running
 
 OPERATOR = {"name": "Acme Telecom"}

@@ -25,11 +25,10 @@ from typing import Any
 
 import grpc
 import httpx
-from edgeproto import node_pb2, notice_pb2, notice_pb2_grpc
 
-import gen  # noqa: F401
 from app.gateway.routes import GatewayOptions, create_app
 from app.store import ObjectStore
+from gen.edgeproto import node_pb2, notice_pb2, notice_pb2_grpc
 from tests.gateway.conftest import shelf_registry
 from tests.gateway.shelf import SERVICE, ShelfServicer, pb
 from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving

@@ -22,9 +22,8 @@ from app.gateway.invoker import (
     admit,
     loop_time,
     new_call,
-    unexpected_failure,
+    stream_failure,
 )
-from app.gateway.open_streams import shutting_down
 from app.gateway.stages import Stages
 from app.gateway.stream_response import StreamResponse
 
@@ -155,13 +154,7 @@ class RpcDispatcher:
             context.cancel()
             error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
         except (Exception, asyncio.CancelledError) as exc:
-            if streams.ended_by_shutdown():
-                context.cancel()
-                error = shutting_down()
-            elif isinstance(exc, asyncio.CancelledError):
-                raise  # the client went away
-            else:
-                error = unexpected_failure(call, exc)
+            error = stream_failure(call, streams, exc)
         finally:
             context.finish()
             pump.stop()

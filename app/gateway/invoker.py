@@ -21,6 +21,7 @@ from starlette.types import Scope
 from app.gateway import http_io
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError, internal_error
+from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 
@@ -145,6 +146,18 @@ def unexpected_failure(call: Call, exc: Exception) -> GatewayError:
         exc_info=exc,
     )
     return internal_error()
+
+
+def stream_failure(call: Call, streams: OpenStreams, exc: BaseException) -> GatewayError:
+    """What a stream ends with when ``exc`` ended it: UNAVAILABLE if the shutdown did (whatever
+    the servicer made of its cancellation), else the unexpected failure. A cancellation that is
+    not the shutdown's (the client went away) is raised on."""
+    if streams.ended_by_shutdown():
+        call.context.cancel()
+        return shutting_down()
+    if not isinstance(exc, Exception):
+        raise exc
+    return unexpected_failure(call, exc)
 
 
 def loop_time(deadline: float) -> float:

@@ -17,8 +17,7 @@ from app.gateway import http_io, streaming
 from app.gateway.codec import dump_json
 from app.gateway.errors import GatewayError
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, admit, new_call, unexpected_failure
-from app.gateway.open_streams import shutting_down
+from app.gateway.invoker import Call, admit, new_call, stream_failure
 from app.gateway.stages import Stages
 
 WEBSOCKET_SUBPROTOCOL = "portico.json"
@@ -92,13 +91,7 @@ class WebSocketDispatcher:
         except GatewayError as exc:
             error = exc
         except (Exception, asyncio.CancelledError) as exc:
-            if streams.ended_by_shutdown():
-                context.cancel()
-                error = shutting_down()
-            elif isinstance(exc, asyncio.CancelledError):
-                raise  # the client went away
-            else:
-                error = unexpected_failure(call, exc)
+            error = stream_failure(call, streams, exc)
         finally:
             context.finish()
             pump.stop()

@@ -13,6 +13,7 @@ import httpx
 
 from app import limits
 from tests.harness import run, running, uvicorn_serving
+from tests.reliability.probes import version_reply_times
 
 
 def _cluster(pools: int) -> dict[str, object]:
@@ -38,20 +39,6 @@ def test_fifty_pools_of_a_hundred_machines_are_refused(tmp_path: Path) -> None:
     run(scenario())
 
 
-async def _version_reply_times(
-    http: httpx.AsyncClient, headers: dict, until: asyncio.Event
-) -> list[float]:
-    """Call GET /api/v1/version back to back until ``until`` is set; each answer's time."""
-    times = []
-    while not until.is_set():
-        started = time.perf_counter()
-        reply = await http.get("/api/v1/version", headers=headers)
-        assert reply.status_code == 200
-        times.append(time.perf_counter() - started)
-        await asyncio.sleep(0.01)
-    return sorted(times)
-
-
 def test_the_largest_cluster_is_provisioned_without_starving_callers(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with (
@@ -61,8 +48,13 @@ def test_the_largest_cluster_is_provisioned_without_starving_callers(tmp_path: P
             httpx.AsyncClient(base_url=f"http://{address}", timeout=30) as prober,
         ):
             headers = {"authorization": f"Bearer {await server.login()}"}
+            # How quick the answers are on this machine right now, with nothing to reconcile.
+            quiet = asyncio.Event()
+            asyncio.get_running_loop().call_later(0.5, quiet.set)
+            baseline = await version_reply_times(prober, headers, quiet)
+            usual = baseline[len(baseline) * 9 // 10]
             done = asyncio.Event()
-            probe = asyncio.ensure_future(_version_reply_times(prober, headers, done))
+            probe = asyncio.ensure_future(version_reply_times(prober, headers, done))
             body = _cluster(limits.MAX_WORKER_POOLS)
             reply = await http.post("/api/v1/cluster", json=body, headers=headers)
             assert reply.status_code == 200, reply.text
@@ -77,9 +69,10 @@ def test_the_largest_cluster_is_provisioned_without_starving_callers(tmp_path: P
             times = await probe
             assert len(times) >= 10
             # Before, the reconciler held the loop for seconds at a time. Its work now runs off
-            # the loop or in short turns; on a shared, busy machine a probe or two may still meet
-            # the scheduler's (or the interpreter lock's) noise, the rest are quick.
-            assert times[-3] < 0.1, f"GET /api/v1/version took up to {times[-5:]} s meanwhile"
-            assert times[-1] < 0.5, f"GET /api/v1/version took up to {times[-5:]} s meanwhile"
+            # the loop or in short turns: all but a couple of answers stay under 100 ms, or, on
+            # a machine so busy that even quiet answers are slow, within a few times the usual.
+            bound = max(0.1, 4 * usual)
+            assert times[-3] < bound, f"version took up to {times[-5:]} s (usually {usual} s)"
+            assert times[-1] < max(0.5, 8 * usual), f"version took up to {times[-1]} s"
 
     run(scenario())

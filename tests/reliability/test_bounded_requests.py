@@ -13,6 +13,7 @@ import httpx
 from app import limits
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import run, running, uvicorn_serving
+from tests.reliability.probes import version_reply_times
 
 
 def _million_pools() -> bytes:
@@ -23,20 +24,6 @@ def _million_pools() -> bytes:
 def _pools(count: int) -> list[dict[str, object]]:
     # Every pool wrong in three ways: a name that is no DNS label, a bad type, a zero count.
     return [{"name": f"Pool_{i}", "instanceType": "huge", "count": 0} for i in range(count)]
-
-
-async def _version_reply_times(
-    http: httpx.AsyncClient, headers: dict, until: asyncio.Event
-) -> list[float]:
-    """Call GET /api/v1/version back to back until ``until`` is set; each answer's time."""
-    times = []
-    while not until.is_set():
-        started = time.perf_counter()
-        reply = await http.get("/api/v1/version", headers=headers)
-        assert reply.status_code == 200
-        times.append(time.perf_counter() - started)
-        await asyncio.sleep(0.005)
-    return sorted(times)
 
 
 def test_a_million_pools_is_refused_at_once_while_others_are_answered(tmp_path: Path) -> None:
@@ -51,7 +38,7 @@ def test_a_million_pools_is_refused_at_once_while_others_are_answered(tmp_path: 
                 httpx.AsyncClient(base_url=f"http://{address}", timeout=30) as prober,
             ):
                 done = asyncio.Event()
-                probe = asyncio.ensure_future(_version_reply_times(prober, headers, done))
+                probe = asyncio.ensure_future(version_reply_times(prober, headers, done))
                 await asyncio.sleep(0.05)
                 started = time.perf_counter()
                 reply = await http.post(

@@ -13,11 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,12 +22,14 @@ from typing import Any
 import grpc
 import httpx
 
+from app.gateway.admission import NO_AUTH
 from app.gateway.routes import GatewayOptions, create_app
 from app.store import ObjectStore
 from gen.edgeproto import node_pb2, notice_pb2, notice_pb2_grpc
 from tests.gateway.conftest import shelf_registry
 from tests.gateway.shelf import SERVICE, ShelfServicer, pb
 from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving
+from tests.reliability.server import start_server
 
 EVENTS = "/v1/runtime/events"  # v1alpha.PublicAPI.ListenEvents: a watch
 GRACE = 3.0
@@ -47,53 +45,15 @@ async def _forever(requests: asyncio.Queue[notice_pb2.Notice]) -> AsyncIterator[
         yield await requests.get()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-async def _eventually_ready(http: httpx.AsyncClient, process: subprocess.Popen[bytes]) -> None:
-    """Wait until the server answers /readyz with 200 (or fail if it exited)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stdout.read() if process.stdout else ""
-        try:
-            if (await http.get("/readyz")).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        await asyncio.sleep(0.05)
-    raise AssertionError("the server did not become ready")
-
-
 def test_sigterm_ends_open_streams_on_both_transports_and_exits_0(tmp_path: Path) -> None:
-    http_port, grpc_port = _free_port(), _free_port()
-    env = {
-        **os.environ,
-        "PORTICO_DATA_DIR": str(tmp_path),
-        "PORTICO_HTTP_PORT": str(http_port),
-        "PORTICO_GRPC_PORT": str(grpc_port),
-        "PORTICO_ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "PORTICO_PASSWORD_HASH_COST": "16",
-        "PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE),
-        "PORTICO_SIM_NODES": "0",
-    }
-    env.pop("PORTICO_DATABASE_URL", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    server = start_server(tmp_path / "data", env={"PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE)})
+    process = server.process
 
     async def scenario() -> float:
-        base = f"http://127.0.0.1:{http_port}"
         async with (
-            httpx.AsyncClient(base_url=base, timeout=30) as http,
-            grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel,
+            httpx.AsyncClient(base_url=server.base_url, timeout=30) as http,
+            grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel,
         ):
-            await _eventually_ready(http, process)
             login = {"username": "admin", "password": ADMIN_PASSWORD}
             token = (await http.post("/v1/auth:login", json=login)).json()["token"]
             auth = {"authorization": f"Bearer {token}"}
@@ -143,22 +103,17 @@ def test_sigterm_ends_open_streams_on_both_transports_and_exits_0(tmp_path: Path
             for text in (ndjson_text, creation_text):
                 status = json.loads(text.strip().split("\n")[-1])["error"]
                 assert (status["code"], status["message"]) == (14, "server shutting down")
-            assert grpc_end == (grpc.StatusCode.UNAVAILABLE, "server shutting down"), (
-                process.stdout.read1().decode() if process.stdout else ""
-            )
+            assert grpc_end == (grpc.StatusCode.UNAVAILABLE, "server shutting down"), server.log()
             return signalled
 
     try:
+        server.wait_ready()
         signalled = run(scenario())
         code = process.wait(timeout=GRACE + 10)
         took = time.monotonic() - signalled
     finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.stdout is not None
-    output = process.stdout.read().decode()
-    process.stdout.close()
-    assert code == 0, output
+        server.kill()
+    assert code == 0, server.log()
     assert took < GRACE + 5, f"exited {took:.1f} s after SIGTERM"
 
 
@@ -233,7 +188,9 @@ def test_sse_frames_carry_revisions_and_a_reconnect_resumes_after_the_last(
 ) -> None:
     async def scenario() -> None:
         store = ObjectStore.open(f"sqlite:///{tmp_path / 'watch.db'}")
-        app = create_app(shelf_registry(), {SERVICE: _WatchingShelf(store)}, GatewayOptions())
+        app = create_app(
+            shelf_registry(), {SERVICE: _WatchingShelf(store)}, GatewayOptions(authenticate=NO_AUTH)
+        )
         sse_headers = {"accept": "text/event-stream"}
         url = "/v1/shelves/s/things"
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import logging
 import uuid
@@ -141,12 +140,8 @@ class _Admission:
         """The request for the servicer; raises GatewayError to refuse the call."""
         await self.authenticate(method, tuple(context.invocation_metadata() or ()))
         if method.client_streaming:
-            return request  # parsed message by message as the servicer reads
-        message = _parse(method, request)
-        found = request_violations(message, self.strict)
-        if found:
-            raise BadRequest(limits.summary(found), found)
-        return message
+            return request  # parsed and checked message by message as the servicer reads
+        return _checked(_parse(method, request), self.strict)
 
     def open(self, method: Method, context: grpc.aio.ServicerContext) -> Any:
         """Around a call: a stream is registered, and ended with UNAVAILABLE on shutdown."""
@@ -169,7 +164,9 @@ def _method_handler(
     # travels through the servicer's read to the guard.
     return factory(
         wrapped,
-        request_deserializer=(_stream_parser(method) if method.client_streaming else None),
+        request_deserializer=(
+            _stream_parser(method, admit.strict) if method.client_streaming else None
+        ),
         response_serializer=method.output_type.SerializeToString,
     )
 
@@ -191,8 +188,20 @@ def _parse(method: Method, data: bytes) -> Any:
         raise MalformedRequest(method, exc) from None
 
 
-def _stream_parser(method: Method) -> Callable[[bytes], Any]:
-    return functools.partial(_parse, method)
+def _checked(message: Any, strict: bool) -> Any:
+    found = request_violations(message, strict)
+    if found:
+        raise BadRequest(limits.summary(found), found)
+    return message
+
+
+def _stream_parser(method: Method, strict: bool) -> Callable[[bytes], Any]:
+    # Each message of a client stream passes the checks a single request passes; a refusal
+    # travels through the servicer's read to the guard, as a malformed message does.
+    def parse(data: bytes) -> Any:
+        return _checked(_parse(method, data), strict)
+
+    return parse
 
 
 def _not_served(method: Method) -> Callable[..., Any]:

@@ -5,13 +5,15 @@ over gRPC) naming the field, and nothing is created."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
-from gen.edgeproto import cloudlet_pb2, cloudlet_pb2_grpc, operator_pb2
+from app import limits
+from gen.edgeproto import cloudlet_pb2, cloudlet_pb2_grpc, notice_pb2, notice_pb2_grpc, operator_pb2
 from tests.harness import Running, run, running
 
 OPERATOR = {"name": "Acme Telecom"}
@@ -92,5 +94,28 @@ def test_invalid_numbers_are_refused_over_grpc(tmp_path: Path) -> None:
                 assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
                 assert field in (refused.value.details() or "")
             assert await _cloudlets(server, headers) == []
+
+    run(scenario())
+
+
+def test_each_message_of_a_grpc_client_stream_is_checked(tmp_path: Path) -> None:
+    # A client stream's messages are parsed as the servicer reads them; each passes the checks a
+    # single request passes, so a repeated field over the cap is refused before any servicer
+    # walks it.
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            stub = notice_pb2_grpc.NotifyApiStub(server.channel)
+            too_many = limits.MAX_REPEATED_ELEMENTS + 1
+
+            async def notices() -> AsyncIterator[notice_pb2.Notice]:
+                yield notice_pb2.Notice(version=1, want_objs=["Cloudlet"] * too_many)
+
+            call = stub.StreamNotice(notices(), metadata=(("authorization", f"Bearer {token}"),))
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                async for _ in call:
+                    pass
+            assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+            assert f"want_objs: has {too_many} elements" in (refused.value.details() or "")
 
     run(scenario())

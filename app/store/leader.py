@@ -54,6 +54,8 @@ class LeaderElection:
         self._elected = asyncio.Event()
         self._deposed = asyncio.Event()
         self._deposed.set()
+        # Tries that found another process leading: what "not elected" is observed by.
+        self.attempts_lost = 0
 
     @property
     def is_leader(self) -> bool:
@@ -103,6 +105,7 @@ class LeaderElection:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
+                    self.attempts_lost += 1
                     await asyncio.sleep(self._retry_interval)
                     continue
                 self._set_leader(True)
@@ -135,6 +138,7 @@ class LeaderElection:
                     )
                     row = await cursor.fetchone()
                     self._set_leader(bool(row and row[0]))
+                    self.attempts_lost += not self.is_leader
                 await asyncio.sleep(self._retry_interval)
         finally:
             # Leadership ends before the lock is released, never after.

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from app.store import LeaderElection, ObjectStore
+from tests.harness import eventually
 from tests.store.conftest import run
 
 RETRY = 0.2
@@ -22,6 +23,19 @@ async def stop(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def _lost(election: LeaderElection, tries: int) -> bool:
+    return election.attempts_lost >= tries
+
+
+async def _others_lost(
+    elections: list[LeaderElection], tries: int, since: dict[LeaderElection, int] | None = None
+) -> bool:
+    """Every election but the leader has lost ``tries`` more tries (since ``since``)."""
+    since = since or {}
+    others = [e for e in elections if not e.is_leader]
+    return all(e.attempts_lost - since.get(e, 0) >= tries for e in others)
 
 
 def test_on_sqlite_the_process_is_leader_at_once(sqlite_url):
@@ -50,7 +64,7 @@ def test_workers_on_one_sqlite_file_elect_one_leader_and_a_successor(sqlite_url)
             first_task = await campaign(first)
             await asyncio.wait_for(first.wait_elected(), 1)
             second_task = await campaign(second)
-            await asyncio.sleep(0.2)
+            await eventually(lambda: _lost(second, 3), what="three tries of the second lost")
             assert first.is_leader and not second.is_leader
             await stop(first_task)
             await asyncio.wait_for(second.wait_elected(), 1)
@@ -73,7 +87,9 @@ def test_one_leader_among_many_and_a_successor_when_it_stops(postgres_url):
                 [asyncio.create_task(e.wait_elected()) for e in elections],
                 return_when=asyncio.FIRST_COMPLETED,
             )
-            await asyncio.sleep(RETRY * 4)
+            await eventually(
+                lambda: _others_lost(elections, 3), what="three lost tries of the rest"
+            )
             leaders = [e for e in elections if e.is_leader]
             assert len(leaders) == 1
 
@@ -85,7 +101,10 @@ def test_one_leader_among_many_and_a_successor_when_it_stops(postgres_url):
                 timeout=5,
             )
             assert time.monotonic() - began < 3
-            await asyncio.sleep(RETRY * 4)
+            lost = {e: e.attempts_lost for e in tasks}
+            await eventually(
+                lambda: _others_lost(list(tasks), 3, since=lost), what="three more lost tries"
+            )
             assert sum(e.is_leader for e in tasks) == 1
             for task in tasks.values():
                 await stop(task)
@@ -102,7 +121,7 @@ def test_killing_the_leader_process_hands_leadership_over(postgres_url, spawn_pe
         async with ObjectStore.open(postgres_url) as store:
             election = LeaderElection(store, retry_interval=RETRY)
             task = await campaign(election)
-            await asyncio.sleep(1.0)
+            await eventually(lambda: _lost(election, 3), what="three tries lost to the leader")
             assert not election.is_leader
 
             began = time.monotonic()

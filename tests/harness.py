@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Coroutine
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +25,22 @@ ADMIN_PASSWORD = "admin-password"
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion (the suite has no asyncio plugin)."""
     return asyncio.run(coro)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T]], timeout: float = 5.0, *, what: str = ""
+) -> T:
+    """Poll ``check`` (every few ms) until it returns something truthy, and return that; fail
+    after ``timeout`` naming ``what`` was awaited (the check's own name when not given)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            awaited = what or getattr(check, "__qualname__", repr(check))
+            raise AssertionError(f"{awaited}: not within {timeout} s (last: {value!r})")
+        await asyncio.sleep(0.005)
 
 
 def settings_for(data_dir: Path, **changes: Any) -> Settings:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import grpc
@@ -31,7 +30,7 @@ from gen.edgeproto import (
     refs_pb2,
     refs_pb2_grpc,
 )
-from tests.harness import run, running, uvicorn_serving
+from tests.harness import eventually, run, running, uvicorn_serving
 from tests.services.edge.world import (
     APP,
     APP_INST,
@@ -426,10 +425,11 @@ def test_an_operation_resumes_after_a_restart(tmp_path):
             call.cancel()
         async with running(tmp_path, sim_step_seconds=step) as server:
             api = await rest_api(server)
-            deadline = time.monotonic() + TIMEOUT
-            while (await api.show("clusterinstinfo"))[0]["state"] != "READY":
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.01)
+
+            async def ready() -> bool:
+                return (await api.show("clusterinstinfo"))[0]["state"] == "READY"
+
+            await eventually(ready, TIMEOUT, what="the ClusterInst READY after the restart")
 
     run(scenario())
 
@@ -595,10 +595,11 @@ def test_notify_stream_over_grpc_syncs_then_follows_and_stores_peer_infos(tmp_pa
                 state=cloudlet_pb2.CLOUDLET_STATE_OFFLINE,
             )
             await outgoing.put(_notice(notice_pb2.UPDATE, report))
-            deadline = time.monotonic() + TIMEOUT
-            while (await api.show("cloudletinfo"))[0]["state"] != "CLOUDLET_STATE_OFFLINE":
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.01)
+
+            async def offline() -> bool:
+                return (await api.show("cloudletinfo"))[0]["state"] == "CLOUDLET_STATE_OFFLINE"
+
+            await eventually(offline, TIMEOUT, what="the peer's CloudletInfo report stored")
             # Half-closing ends the sync and the node goes away.
             await outgoing.put(None)
             assert [n async for n in call] == []
@@ -664,10 +665,12 @@ def test_demo_seeds_a_consistent_edge_world(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, demo=True) as server:
             api = await rest_api(server)
-            deadline = time.monotonic() + TIMEOUT
-            while not (insts := await api.show("appinst")) or insts[0]["state"] != "READY":
-                assert time.monotonic() < deadline, insts
-                await asyncio.sleep(0.01)
+
+            async def app_inst_ready() -> bool:
+                insts = await api.show("appinst")
+                return bool(insts) and insts[0]["state"] == "READY"
+
+            await eventually(app_inst_ready, TIMEOUT, what="the demo's AppInst READY")
             for what in ("operator", "developer", "flavor", "cloudlet", "cluster", "app"):
                 assert len(await api.show(what)) == 1, what
             [cluster] = await api.show("clusterinst")

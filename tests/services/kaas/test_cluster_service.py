@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import re
-import time
 from typing import Any
 
 import grpc
@@ -23,8 +21,7 @@ from app.services.plain_data import from_struct
 from app.sim.machines import FaultInjection, Machine, Phase, system_id_for
 from app.store import EventType, ObjectStore
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
-from tests.harness import Running, run, running
-from tests.services.kudo.world import eventually
+from tests.harness import Running, eventually, run, running
 
 TIMEOUT = 10.0
 
@@ -66,13 +63,12 @@ class Rest:
 
     async def wait_for(self, name: str, state: str, timeout: float = TIMEOUT) -> dict:
         """Poll GetCluster until the cluster is in ``state``."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        async def reached() -> dict | None:
             cluster = await self.cluster(name)
-            if cluster["status"] == state:
-                return cluster
-            assert time.monotonic() < deadline, f"{name} stuck in {cluster}"
-            await asyncio.sleep(0.005)
+            return cluster if cluster["status"] == state else None
+
+        return await eventually(reached, timeout, what=f"cluster {name} {state}")
 
     async def nodes(self, name: str) -> dict:
         status, body = await self.call(
@@ -245,13 +241,15 @@ def test_a_cluster_lifecycle_over_rest(tmp_path):
             assert (status, body) == (200, {"ok": True, "status": "STOPPING"})
             status, body = await api.call("DELETE", "/api/v1/cluster", params={"name": "prod"})
             assert status == 200 or body["code"] == 5  # still stopping, or already gone
-            deadline = time.monotonic() + TIMEOUT
-            while (reply := await api.call("GET", "/api/v1/cluster", params={"name": "prod"}))[
-                0
-            ] == 200:
+
+            async def gone() -> tuple[int, dict] | None:
+                reply = await api.call("GET", "/api/v1/cluster", params={"name": "prod"})
+                if reply[0] != 200:
+                    return reply
                 assert reply[1]["cluster"]["status"] == "STOPPING"
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.005)
+                return None
+
+            reply = await eventually(gone, TIMEOUT, what="cluster prod gone")
             assert reply == (404, {"code": 5, "message": "cluster 'prod' not found", "details": []})
             status, body = await api.call("GET", "/api/v1/cluster/list")
             assert body == {"ok": True, "clusters": []}
@@ -270,13 +268,12 @@ def test_a_cluster_lifecycle_over_grpc(tmp_path):
             assert reply.ok and reply.cluster.status == api_pb2.PROVISIONING
 
             async def wait_for(state: int) -> api_pb2.ClusterDetailItem:
-                deadline = time.monotonic() + TIMEOUT
-                while True:
+                async def reached() -> api_pb2.ClusterDetailItem | None:
                     got = await stub.GetCluster(api_pb2.GetClusterMsg(name="edge"), metadata=meta)
-                    if got.cluster.status == state:
-                        return got.cluster
-                    assert time.monotonic() < deadline
-                    await asyncio.sleep(0.005)
+                    return got.cluster if got.cluster.status == state else None
+
+                name = api_pb2.ClusterStatus.Name(state)
+                return await eventually(reached, TIMEOUT, what=f"cluster edge {name}")
 
             cluster = await wait_for(api_pb2.RUNNING)
             nodes = await stub.GetClusterNodesStatus(
@@ -333,15 +330,16 @@ def test_a_cluster_lifecycle_over_grpc(tmp_path):
 
             deleted = await stub.DeleteCluster(api_pb2.DeleteClusterMsg(name="edge"), metadata=meta)
             assert deleted.ok and deleted.status == "STOPPING"
-            deadline = time.monotonic() + TIMEOUT
-            while True:
+
+            async def gone() -> bool:
                 try:
                     await stub.GetCluster(api_pb2.GetClusterMsg(name="edge"), metadata=meta)
                 except grpc.aio.AioRpcError as error:
                     assert error.code() is grpc.StatusCode.NOT_FOUND
-                    break
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.005)
+                    return True
+                return False
+
+            await eventually(gone, TIMEOUT, what="cluster edge gone")
 
     run(scenario())
 
@@ -370,10 +368,11 @@ def test_a_cluster_is_restarted_mid_provisioning_and_still_becomes_running(tmp_p
             api = await _rest(server)
             status, _ = await api.call("POST", "/api/v1/cluster", json=_body("resume"))
             assert status == 200
-            deadline = time.monotonic() + TIMEOUT
-            while (await api.nodes("resume"))["count"] < 3:
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.005)
+
+            async def three_machines() -> bool:
+                return (await api.nodes("resume"))["count"] >= 3
+
+            await eventually(three_machines, TIMEOUT)
             cluster = await api.cluster("resume")
             assert cluster["status"] == "PROVISIONING" and cluster["kubeconfig"] == ""
             before = {

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import yaml
 
-import gen  # noqa: F401
 from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC
-from tests.harness import Running, run, running
+from app.services.kudo.records import NODE
+from app.services.kudo.simulated_nodes import simulated_node_name
+from tests.harness import Running, eventually, run, running
 
 TIMEOUT = 10.0
 
@@ -20,13 +18,23 @@ async def _clusters(server: Running, headers: dict[str, str]) -> dict[str, dict]
 
 
 async def _wait(server: Running, headers: dict[str, str], want: dict[str, str]) -> dict:
-    deadline = time.monotonic() + TIMEOUT
-    while True:
+    async def reached() -> dict | None:
         clusters = await _clusters(server, headers)
         if all(clusters.get(name, {}).get("status") == state for name, state in want.items()):
             return clusters
-        assert time.monotonic() < deadline, clusters
-        await asyncio.sleep(0.005)
+        return None
+
+    return await eventually(reached, TIMEOUT, what=f"clusters in states {want}")
+
+
+async def _storage_spec_stored(server: Running) -> bool:
+    assert server.portico.store is not None
+    return await server.portico.store.get(STORAGE_SPEC, STORAGE_CLUSTER_KEY) is not None
+
+
+async def _sim_node_registered(server: Running) -> bool:
+    assert server.portico.store is not None
+    return await server.portico.store.get(NODE, simulated_node_name(1)) is not None
 
 
 def test_the_demo_shows_clusters_in_several_states_and_a_storage_cluster(tmp_path):
@@ -65,14 +73,22 @@ def test_the_demo_shows_clusters_in_several_states_and_a_storage_cluster(tmp_pat
                 "/api/v1/cluster", params={"name": "demo-running"}, headers=headers
             )
             assert reply.status_code == 200
-            deadline = time.monotonic() + TIMEOUT
-            while "demo-running" in await _clusters(server, headers):
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.005)
+
+            async def deleted() -> bool:
+                return "demo-running" not in await _clusters(server, headers)
+
+            await eventually(deleted, TIMEOUT, what="demo-running deleted")
+            # The demo job re-creates the storage cluster after its (once per database) seeding
+            # step: its return on the next start says that step has run.
+            await server.portico.store.delete(STORAGE_SPEC, STORAGE_CLUSTER_KEY)
         # Seeded once per database: a deleted demo cluster stays deleted, nothing is doubled.
         async with running(tmp_path, demo=True) as server:
             headers = {"authorization": f"Bearer {await server.login()}"}
-            await asyncio.sleep(0.05)
+            await eventually(
+                lambda: _storage_spec_stored(server),
+                TIMEOUT,
+                what="the demo job past its seeding step",
+            )
             assert set(await _clusters(server, headers)) == {
                 "demo-degraded",
                 "demo-provisioning",
@@ -86,7 +102,10 @@ def test_without_demo_the_server_starts_empty(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
             headers = {"authorization": f"Bearer {await server.login()}"}
-            await asyncio.sleep(0.05)
+            # The leader's background jobs run (a simulated node registered), and none seeds.
+            await eventually(
+                lambda: _sim_node_registered(server), TIMEOUT, what="the background jobs running"
+            )
             assert await _clusters(server, headers) == {}
 
     run(scenario())

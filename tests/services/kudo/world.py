@@ -6,19 +6,17 @@ import asyncio
 import contextlib
 import os
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 
-import gen  # noqa: F401
 from app.services.kudo.certificates import self_signed
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
 from gen.scheduler import scheduler_pb2 as pb
 from gen.scheduler import scheduler_pb2_grpc as pb_grpc
-from tests.harness import Running
+from tests.harness import Running, eventually
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,18 +42,6 @@ def instance(name: str, cpu: int = 1, memory: int = 128, disk: int = 1, **fields
         resource=pb.Resource(limit=pb.ResourceSummary(cpu=cpu, memory=memory, disk=disk)),
         **fields,
     )
-
-
-async def eventually(check: Callable[[], Awaitable[T]], timeout: float = 5.0) -> T:
-    """Poll ``check`` (every few ms) until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s (last: {value!r})")
-        await asyncio.sleep(0.005)
 
 
 async def stored_instance(server: Running, instance_id: str) -> InstanceRecord:

@@ -162,9 +162,11 @@ def test_listen_events_sees_exactly_the_matching_events(tmp_path):
             wanted = rkt.EventFilter(
                 ids=[web], types=[rkt.EVENT_TYPE_POD_EXITED, rkt.EVENT_TYPE_POD_STARTED]
             )
+            starts = _stream_starts(server)
             stream = api.ListenEvents(rkt.ListenEventsRequest(filter=wanted), metadata=md)
             stub = pb_grpc.InstanceServiceStub(server.channel)
-            await asyncio.sleep(0.02)  # the stream is listening before anything happens
+            # The stream has read where it starts: it sees every later write.
+            await eventually(lambda: _started(starts), what="the stream's start read")
             for target, request, state in (
                 (cache, stub.Stop, pb.STOPPED),  # another pod: not wanted
                 (web, stub.Stop, pb.STOPPED),
@@ -226,12 +228,15 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
             assert store is not None
             reads = 0
             real_read = store.current_revision
+            read_done = asyncio.Event()
 
             async def slow_read() -> int:
                 nonlocal reads
                 reads += 1
                 await asyncio.sleep(0.3)  # a slow database: every stream starts meanwhile
-                return await real_read()
+                revision = await real_read()
+                read_done.set()
+                return revision
 
             store.current_revision = slow_read  # type: ignore[method-assign]
             api = rkt_grpc.PublicAPIStub(server.channel)
@@ -240,7 +245,8 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
             streams = [api.ListenEvents(request, metadata=bearer(token)) for _ in range(20)]
             readers = [asyncio.ensure_future(anext(s.__aiter__())) for s in streams]
             await eventually(lambda: _all_open(server, 20))
-            await asyncio.sleep(0.6)  # the shared read is done: every stream is watching now
+            # The shared read is done: every stream watches from its revision, so sees the Stop.
+            await asyncio.wait_for(read_done.wait(), 5)
             stub = pb_grpc.InstanceServiceStub(server.channel)
             await stub.Stop(pb.InstanceIdentifier(id=web), metadata=bearer(token))
             replies = await asyncio.wait_for(asyncio.gather(*readers), 5)
@@ -250,6 +256,25 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
                 stream.cancel()
 
     run(scenario())
+
+
+def _stream_starts(server: Running) -> list[int]:
+    """The revisions the runtime's event streams start from, appended as each is read."""
+    servicer: Any = server.portico.servicers["v1alpha.PublicAPI"]
+    starts: list[int] = []
+    read = servicer._read_stream_start
+
+    async def recorded() -> tuple[int, list[Any]]:
+        revision, instances = await read()
+        starts.append(revision)
+        return revision, instances
+
+    servicer._read_stream_start = recorded
+    return starts
+
+
+async def _started(starts: list[int]) -> bool:
+    return bool(starts)
 
 
 async def _all_open(server: Running, count: int) -> bool:

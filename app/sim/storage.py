@@ -30,161 +30,34 @@ The model, in clock steps (one step is a simulated minute by default, ``steps_pe
   no MDS; HEALTH_WARN on a down mon, mgr, MDS, OSD or host (Ceph has no check for RGWs),
   degraded PGs, a nearfull cluster or a crash in the last simulated hour; HEALTH_OK otherwise.
 
-This module knows no API: the stats service's replies (with the simulated versions and image
-hashes they report) are built from its snapshots by :mod:`app.services.koor.replies`.
+The cluster's shape (spec, constants, placement) is :mod:`app.sim.storage_spec`; its outages are
+planned by :mod:`app.sim.storage_outages`. This module knows no API: the stats service's replies
+(with the simulated versions and image hashes they report) are built from its snapshots by
+:mod:`app.services.koor.replies`.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
+from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any
 
-from app.sim.seeded import digest, unit_interval
-
-KiB, MiB, GiB, TiB = 1024, 1024**2, 1024**3, 1024**4
-
-REPLICAS = 3
-MIN_SIZE = 2
-FULL_RATIO = 0.95
-NEARFULL_RATIO = 0.85
-BLUESTORE_OVERHEAD = 0.01
-OBJECT_SIZE = 4 * MiB  # RBD and CephFS default object size
-VOLUME_SIZE = 256 * GiB  # average RBD image / CephFS subvolume, to count volumes from data
-READ_OP_SIZE = 16 * KiB
-WRITE_OP_SIZE = 32 * KiB
-PEAK_PHASE = 0.375  # sin peaks a quarter day later: 15:00 of the simulated day
-ROOK_NAMESPACE = "rook-ceph"
-
-# (pool, pg_num) as Rook's example manifests create them for a block pool, a filesystem and an
-# object store.
-POOLS: tuple[tuple[str, int], ...] = (
-    (".mgr", 1),
-    ("replicapool", 128),
-    ("myfs-metadata", 32),
-    ("myfs-replicated", 64),
-    (".rgw.root", 8),
-    ("my-store.rgw.control", 8),
-    ("my-store.rgw.meta", 8),
-    ("my-store.rgw.log", 8),
-    ("my-store.rgw.buckets.index", 8),
-    ("my-store.rgw.buckets.non-ec", 8),
-    ("my-store.rgw.otp", 8),
-    ("my-store.rgw.buckets.data", 64),
+from app.sim.storage_outages import Interval, inside, window_plan
+from app.sim.storage_spec import (
+    BLUESTORE_OVERHEAD,
+    FULL_RATIO,
+    MIN_SIZE,
+    NEARFULL_RATIO,
+    PEAK_PHASE,
+    POOLS,
+    REPLICAS,
+    Daemon,
+    GiB,
+    StorageSpec,
+    daemons_of,
+    node_name,
 )
-
-_CRASH_CAUSES = (
-    "SIGABRT in ceph::__ceph_assert_fail",
-    "SIGSEGV in tcmalloc::ThreadCache::ReleaseToCentralCache",
-    "heartbeat_map is_healthy timed out; the daemon aborted itself",
-    "OOMKilled: the container reached its memory limit",
-)
-
-
-@dataclass(frozen=True)
-class StorageSpec:
-    """The storage cluster's shape and dynamics; persist it and the cluster resumes exactly."""
-
-    seed: int = 0
-    created_step: int = 0
-    name: str = "koor-cluster"
-    namespace: str = "koor-operator-system"
-    node_count: int = 4
-    osds_per_node: int = 3
-    osd_bytes: int = 4 * TiB
-    node_cpu: int = 16
-    node_memory_bytes: int = 64 * GiB
-    node_ephemeral_bytes: int = 200 * GiB
-    mon_count: int = 3
-    kube_version: str = "1.31.2"
-    steps_per_day: int = 1440
-    initial_fill: float = 0.30
-    mean_client_read: float = 120.0 * MiB
-    mean_client_write: float = 40.0 * MiB
-    daily_swing: float = 0.6
-    retained_write_fraction: float = 0.04
-    retention_days: float = 30.0
-    outage_window_steps: int = 720
-    daemon_crash_chance: float = 0.03
-    node_reboot_chance: float = 0.01
-    crash_min_steps: int = 2
-    crash_max_steps: int = 12
-    reboot_min_steps: int = 5
-    reboot_max_steps: int = 20
-    osd_out_steps: int = 10
-    recovery_steps: int = 10
-
-    def __post_init__(self) -> None:
-        problems = []
-        if self.node_count < REPLICAS:
-            problems.append(f"node_count must be at least {REPLICAS} (one replica per host)")
-        if self.osds_per_node < 1 or self.osd_bytes <= 0:
-            problems.append("every node needs at least one OSD of positive size")
-        if self.mon_count not in (1, 3, 5) or self.mon_count > self.node_count:
-            problems.append("mon_count must be 1, 3 or 5 and at most node_count")
-        if self.steps_per_day < 24:
-            problems.append("steps_per_day must be at least 24")
-        if not 0.0 <= self.daily_swing < 1.0:
-            problems.append("daily_swing must be within [0, 1)")
-        if not 0.0 <= self.initial_fill <= FULL_RATIO:
-            problems.append(f"initial_fill must be within [0, {FULL_RATIO}]")
-        for chance in ("daemon_crash_chance", "node_reboot_chance", "retained_write_fraction"):
-            if not 0.0 <= getattr(self, chance) <= 1.0:
-                problems.append(f"{chance} must be within [0, 1]")
-        if not 1 <= self.crash_min_steps <= self.crash_max_steps < self.outage_window_steps:
-            problems.append("need 1 <= crash_min_steps <= crash_max_steps < outage_window_steps")
-        if not 1 <= self.reboot_min_steps <= self.reboot_max_steps < self.outage_window_steps:
-            problems.append("need 1 <= reboot_min_steps <= reboot_max_steps < outage_window_steps")
-        if self.retention_days <= 0:
-            problems.append("retention_days must be positive")
-        if problems:
-            raise ValueError("invalid storage spec: " + "; ".join(problems))
-
-    @property
-    def osd_count(self) -> int:
-        """OSDs in the cluster."""
-        return self.node_count * self.osds_per_node
-
-    @property
-    def raw_capacity(self) -> int:
-        """Raw bytes of every OSD together."""
-        return self.osd_count * self.osd_bytes
-
-    @property
-    def fsid(self) -> str:
-        """The cluster's Ceph fsid, a UUID fixed by the seed."""
-        return str(uuid.UUID(bytes=digest("fsid", self.seed)[:16], version=4))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StorageSpec:
-        """Rebuild a spec from :meth:`to_dict` output; unknown keys are ignored."""
-        known = {f.name for f in fields(cls)}
-        try:
-            return cls(**{k: v for k, v in data.items() if k in known})
-        except TypeError as exc:
-            raise ValueError(f"not a stored storage spec: {exc}") from exc
-
-
-@dataclass(frozen=True)
-class Daemon:
-    """A Ceph daemon and the node (index) it runs on."""
-
-    kind: str
-    name: str
-    node: int
-
-    @property
-    def id(self) -> str:
-        """Ceph's daemon id, e.g. ``osd.3`` or ``mon.a``."""
-        return f"{self.kind}.{self.name}"
 
 
 @dataclass(frozen=True)
@@ -195,98 +68,6 @@ class CrashReport:
     node: str
     step: int
     cause: str
-
-
-@lru_cache(maxsize=64)
-def daemons_of(spec: StorageSpec) -> tuple[Daemon, ...]:
-    """Every Ceph daemon of the cluster with its placement."""
-    n = spec.node_count
-    placed = [Daemon("mon", chr(ord("a") + i), i % n) for i in range(spec.mon_count)]
-    placed += [Daemon("mgr", name, i % n) for i, name in enumerate("ab")]
-    placed += [Daemon("mds", f"myfs-{name}", (i + 1) % n) for i, name in enumerate("ab")]
-    placed += [Daemon("osd", str(i), i // spec.osds_per_node) for i in range(spec.osd_count)]
-    placed += [Daemon("rgw", f"my-store-{name}", (i + 2) % n) for i, name in enumerate("ab")]
-    return tuple(placed)
-
-
-def node_name(spec: StorageSpec, node: int) -> str:
-    """The Kubernetes node name of node ``node`` (0-based)."""
-    return f"{spec.name}-node-{node + 1}"
-
-
-Interval = tuple[int, int]  # [start, end) in steps since creation
-
-
-@dataclass(frozen=True)
-class _WindowPlan:
-    """Outages of one window: per node, per daemon's own crash, per daemon down (merged)."""
-
-    reboots: tuple[Interval | None, ...]
-    crashes: tuple[Interval | None, ...]
-    causes: tuple[str, ...]
-    down: tuple[tuple[Interval, ...], ...]
-    # Daemon-steps down over the whole window: uptime sums these instead of re-walking intervals.
-    down_steps: int
-
-
-def _outage(
-    spec: StorageSpec, subject: str, window: int, chance: float, shortest: int, longest: int
-) -> Interval | None:
-    if unit_interval("outage", spec.seed, subject, window) >= chance:
-        return None
-    length = shortest + int(
-        unit_interval("length", spec.seed, subject, window) * (longest - shortest + 1)
-    )
-    room = spec.outage_window_steps - length
-    start = window * spec.outage_window_steps + int(
-        unit_interval("start", spec.seed, subject, window) * room
-    )
-    return (start, start + length)
-
-
-def _merge(intervals: Sequence[Interval | None]) -> tuple[Interval, ...]:
-    merged: list[Interval] = []
-    for start, end in sorted(i for i in intervals if i is not None):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return tuple(merged)
-
-
-@lru_cache(maxsize=512)
-def _window_plan(spec: StorageSpec, window: int) -> _WindowPlan:
-    reboots = tuple(
-        _outage(
-            spec,
-            f"node/{i}",
-            window,
-            spec.node_reboot_chance,
-            spec.reboot_min_steps,
-            spec.reboot_max_steps,
-        )
-        for i in range(spec.node_count)
-    )
-    daemons = daemons_of(spec)
-    crashes = tuple(
-        _outage(
-            spec, d.id, window, spec.daemon_crash_chance, spec.crash_min_steps, spec.crash_max_steps
-        )
-        for d in daemons
-    )
-    down = tuple(
-        _merge((reboots[d.node], crash)) for d, crash in zip(daemons, crashes, strict=True)
-    )
-    causes = tuple(
-        _CRASH_CAUSES[int(unit_interval("cause", spec.seed, d.id, window) * len(_CRASH_CAUSES))]
-        for d in daemons
-    )
-    down_steps = sum(end - start for intervals in down for start, end in intervals)
-    return _WindowPlan(reboots, crashes, causes, down, down_steps)
-
-
-def _inside(age: int, intervals: Sequence[Interval]) -> bool:
-    return any(start <= age < end for start, end in intervals)
 
 
 @dataclass(frozen=True)
@@ -397,7 +178,7 @@ def _last_change(
     """The latest step ≤ ``age`` at which one of the daemons changed state (else creation)."""
     window = age // spec.outage_window_steps
     while window >= 0:
-        plan = _window_plan(spec, window)
+        plan = window_plan(spec, window)
         points = [p for i in indexes for p in transitions_of(plan.down[i]) if p <= age]
         if points:
             return max(points)
@@ -414,17 +195,17 @@ def observe(spec: StorageSpec, step: int) -> StorageSnapshot:
     step = max(step, spec.created_step)
     age = step - spec.created_step
     window = age // spec.outage_window_steps
-    plan = _window_plan(spec, window)
+    plan = window_plan(spec, window)
     daemons = daemons_of(spec)
-    nodes_up = tuple(not _inside(age, [r] if r else []) for r in plan.reboots)
-    daemons_up = tuple(not _inside(age, down) for down in plan.down)
+    nodes_up = tuple(not inside(age, [r] if r else []) for r in plan.reboots)
+    daemons_up = tuple(not inside(age, down) for down in plan.down)
     out = spec.osd_out_steps
 
     def out_intervals(down: Sequence[Interval]) -> list[Interval]:
         return [(s + out, e) for s, e in down if e - s > out]
 
     osd_index = [i for i, d in enumerate(daemons) if d.kind == "osd"]
-    osds_in = tuple(not _inside(age, out_intervals(plan.down[i])) for i in osd_index)
+    osds_in = tuple(not inside(age, out_intervals(plan.down[i])) for i in osd_index)
 
     # Placement groups.
     pg_total = sum(pgs for _, pgs in POOLS)
@@ -445,7 +226,7 @@ def observe(spec: StorageSpec, step: int) -> StorageSnapshot:
         if not daemons_up[i]:
             continue
         for w in (window - 1, window):
-            for start, end in _window_plan(spec, w).down[i] if w >= 0 else ():
+            for start, end in window_plan(spec, w).down[i] if w >= 0 else ():
                 catch_up = min(end - start, spec.recovery_steps)
                 if end <= age < end + catch_up:
                     recovering_share += (REPLICAS / spec.osd_count) * (1 - (age - end) / catch_up)
@@ -467,7 +248,7 @@ def observe(spec: StorageSpec, step: int) -> StorageSnapshot:
     day = spec.steps_per_day
     crashes = []
     for w in range(max(0, (age - day) // spec.outage_window_steps), window + 1):
-        past = _window_plan(spec, w)
+        past = window_plan(spec, w)
         for d, crash, cause in zip(daemons, past.crashes, past.causes, strict=True):
             if crash and age - day < crash[0] <= age:
                 crashes.append(
@@ -481,7 +262,7 @@ def observe(spec: StorageSpec, step: int) -> StorageSnapshot:
     down_steps = 0
     width = spec.outage_window_steps
     for w in range(first // width, window + 1):
-        past = _window_plan(spec, w)
+        past = window_plan(spec, w)
         if first <= w * width and (w + 1) * width <= age + 1:
             down_steps += past.down_steps
             continue

@@ -20,14 +20,8 @@ from app.services.koor.replies import (
     resource_inventory,
 )
 from app.sim.clock import ManualClock
-from app.sim.storage import (
-    FULL_RATIO,
-    OBJECT_SIZE,
-    POOLS,
-    StorageSnapshot,
-    StorageSpec,
-    observe,
-)
+from app.sim.storage import StorageSnapshot, observe
+from app.sim.storage_spec import FULL_RATIO, OBJECT_SIZE, POOLS, StorageSpec
 from gen.resources.stats import stats_pb2
 
 CLOCK = ManualClock(step_seconds=60)

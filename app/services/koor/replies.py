@@ -25,7 +25,8 @@ from typing import Protocol
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from app.sim.clock import Clock
-from app.sim.storage import (
+from app.sim.storage import StorageSnapshot, meets_minimum_resources, observe
+from app.sim.storage_spec import (
     OBJECT_SIZE,
     POOLS,
     READ_OP_SIZE,
@@ -36,12 +37,9 @@ from app.sim.storage import (
     GiB,
     KiB,
     MiB,
-    StorageSnapshot,
     StorageSpec,
     TiB,
-    meets_minimum_resources,
     node_name,
-    observe,
 )
 from gen.resources.stats import stats_pb2
 

@@ -1,7 +1,7 @@
 """``stats.StatsService``: the statistics of one simulated Ceph cluster run by Koor.
 
 Every answer comes from :class:`app.services.koor.replies.SimulatedStorageCluster` at the
-clock's current step. Its :class:`~app.sim.storage.StorageSpec` is stored once, as a Struct
+clock's current step. Its :class:`~app.sim.storage_spec.StorageSpec` is stored once, as a Struct
 under kind ``koor.storage_spec``, key ``koor-cluster``: created on first use (or by the demo)
 with the ``sim_seed`` setting as its seed and the current step as its creation step, and read
 back after a restart, so the cluster continues exactly where it was. The spec never changes
@@ -33,7 +33,7 @@ from app.services.koor.replies import SimulatedStorageCluster
 from app.services.plain_data import from_struct, to_struct
 from app.services.status import abort_store_error
 from app.sim.clock import Clock
-from app.sim.storage import StorageSpec
+from app.sim.storage_spec import StorageSpec
 from app.store import AlreadyExists, ObjectStore, StoreError
 from gen.stats import stats_pb2, stats_pb2_grpc
 

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from app.gateway.openapi import source_comments
 from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC, StatsService
 from app.sim.clock import ManualClock
-from app.sim.storage import POOLS
+from app.sim.storage_spec import POOLS
 from app.store import ObjectStore
 from gen.resources.stats import stats_pb2 as resources
 from gen.stats import stats_pb2, stats_pb2_grpc

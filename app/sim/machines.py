@@ -1,9 +1,10 @@
 """The MaaS machine provider: allocate, deploy, upgrade and release bare-metal machines.
 
-A :class:`Machine` is plain, serializable data; the provider never keeps machines in memory.
-Callers persist machines and hand them back with the current clock step to :meth:`advance`,
-which is a pure function of (machine, step) — advancing one step at a time or jumping many steps
-at once (after a restart) yields the same machine. Lifecycle, with durations in clock steps::
+A :class:`~app.sim.machine_model.Machine` is plain, serializable data; the provider never keeps
+machines in memory. Callers persist machines and hand them back with the current clock step to
+:meth:`advance`, which is a pure function of (machine, step) — advancing one step at a time or
+jumping many steps at once (after a restart) yields the same machine. Lifecycle, with durations
+in clock steps::
 
     Allocated ─▶ Deploying ─┬─▶ Deployed/NotReady ─▶ Deployed/Ready
                             │                          ⇅ upgrade
@@ -24,15 +25,14 @@ Errors::
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
-from enum import StrEnum
-from typing import Any, Protocol
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Protocol
 
-from app.sim.seeded import digest, unit_interval
+from app.sim.machine_model import Machine, MachineRequest, Phase, hostname_for, system_id_for
+from app.sim.seeded import unit_interval
 
 DEFAULT_CIDR = "10.20.0.0/16"
-_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 class MachineProviderError(Exception):
@@ -47,51 +47,6 @@ class MachineTransitionError(MachineProviderError):
     """The machine's current phase does not allow the requested change."""
 
 
-class Role(StrEnum):
-    """The Kubernetes role a machine is deployed for."""
-
-    CONTROL_PLANE = "control-plane"
-    WORKER = "worker"
-
-
-class Phase(StrEnum):
-    """Where a machine is in its lifecycle; MaaS and Kubernetes statuses derive from it."""
-
-    ALLOCATED = "allocated"
-    DEPLOYING = "deploying"
-    JOINING = "joining"
-    READY = "ready"
-    UPGRADING = "upgrading"
-    FAILED = "failed"
-    RELEASING = "releasing"
-    RELEASED = "released"
-
-
-# MaaS's own status names; "Released" stands for MaaS's "Ready" (back in the free pool),
-# which would read as a Kubernetes state here.
-MAAS_STATUS: Mapping[Phase, str] = {
-    Phase.ALLOCATED: "Allocated",
-    Phase.DEPLOYING: "Deploying",
-    Phase.JOINING: "Deployed",
-    Phase.READY: "Deployed",
-    Phase.UPGRADING: "Deployed",
-    Phase.FAILED: "Failed deployment",
-    Phase.RELEASING: "Releasing",
-    Phase.RELEASED: "Released",
-}
-
-# kubectl's STATUS column; an upgrading node is cordoned while it is drained and upgraded.
-K8S_NODE_STATUS: Mapping[Phase, str] = {
-    Phase.ALLOCATED: "NotReady",
-    Phase.DEPLOYING: "NotReady",
-    Phase.JOINING: "NotReady",
-    Phase.READY: "Ready",
-    Phase.UPGRADING: "Ready,SchedulingDisabled",
-    Phase.FAILED: "NotReady",
-    Phase.RELEASING: "NotReady",
-    Phase.RELEASED: "NotReady",
-}
-
 _DEPLOYMENT_FAULTS = (
     "the machine did not PXE boot before the deployment timeout",
     "curtin could not write the OS image to /dev/sda",
@@ -99,104 +54,6 @@ _DEPLOYMENT_FAULTS = (
     "cloud-init reported an error on first boot",
     "the kubelet could not reach the API server to join the cluster",
 )
-
-
-def system_id_for(cluster: str, pool: str, index: int) -> str:
-    """The 6-character MaaS system id of a cluster's pool machine; stable across restarts."""
-    number = int.from_bytes(digest("system-id", cluster, pool, index)[:8], "big")
-    chars = []
-    for _ in range(6):
-        number, digit = divmod(number, 36)
-        chars.append(_BASE36[digit])
-    return "".join(chars)
-
-
-def hostname_for(cluster: str, pool: str, index: int) -> str:
-    """The machine's hostname, ``<cluster>-<pool>-<index>``."""
-    return f"{cluster}-{pool}-{index}"
-
-
-@dataclass(frozen=True)
-class MachineRequest:
-    """One machine a cluster wants: which pool, which slot in it, and what to deploy."""
-
-    cluster: str
-    pool: str
-    index: int
-    k8s_version: str
-    role: Role = Role.WORKER
-    instance_type: str = "standard"
-
-
-@dataclass(frozen=True)
-class Machine:
-    """A machine as MaaS and Kubernetes see it; plain data, safe to persist and resume."""
-
-    system_id: str
-    hostname: str
-    cluster: str
-    pool: str
-    index: int
-    role: Role
-    instance_type: str
-    ip: str
-    k8s_version: str
-    phase: Phase
-    # The step the current phase began; durations count from here.
-    phase_started: int
-    target_version: str = ""
-    fails_deployment: bool = False
-    failure_reason: str = ""
-    # Deployments of this slot before the current one (each draws its fault anew), the
-    # automatic retries since the last one the user asked for, and whether the user asked
-    # (by scaling the machine's pool) for the failed machine to be deployed again.
-    attempt: int = 0
-    retries: int = 0
-    repair_requested: bool = False
-
-    @property
-    def maas_status(self) -> str:
-        """The MaaS node status (``Deployed``, ``Failed deployment``, ...)."""
-        return MAAS_STATUS[self.phase]
-
-    @property
-    def k8s_status(self) -> str:
-        """The Kubernetes node status (``Ready``, ``NotReady``, ...)."""
-        return K8S_NODE_STATUS[self.phase]
-
-    @property
-    def is_ready(self) -> bool:
-        """Deployed, joined and not being upgraded."""
-        return self.phase is Phase.READY
-
-    @property
-    def is_failed(self) -> bool:
-        """Deployment failed; :attr:`failure_reason` says why."""
-        return self.phase is Phase.FAILED
-
-    @property
-    def holds_ip(self) -> bool:
-        """Whether the machine's IP is still taken (everything but a finished release)."""
-        return self.phase is not Phase.RELEASED
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        data = asdict(self)
-        data["role"] = self.role.value
-        data["phase"] = self.phase.value
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Machine:
-        """Rebuild a machine from :meth:`to_dict` output; unknown keys are ignored."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        try:
-            values["role"] = Role(values["role"])
-            values["phase"] = Phase(values["phase"])
-            return cls(**values)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a stored machine: {exc}") from exc
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,15 @@ import re
 import pytest
 
 from app.services.kaas.records import machine_status
+from app.sim.machine_model import Machine, MachineRequest, Phase, Role, hostname_for, system_id_for
 from app.sim.machines import (
     FaultInjection,
     IpPool,
     IpPoolExhausted,
-    Machine,
     MachineProvider,
-    MachineRequest,
     MachineTimings,
     MachineTransitionError,
-    Phase,
-    Role,
     SimulatedMachineProvider,
-    hostname_for,
-    system_id_for,
 )
 
 V1, V2 = "1.31.2", "1.32.0"

@@ -14,7 +14,7 @@ import grpc
 
 from app.services.kaas.records import ClusterState
 from app.services.status import Rejected
-from app.sim.machines import Phase
+from app.sim.machine_model import Phase
 from gen.cnct.kaas.api import api_pb2
 
 

@@ -35,7 +35,8 @@ from app.services.kaas.records import (
 from app.services.kaas.versions import parse_version, upgrade_targets
 from app.sim.clock import Clock
 from app.sim.kubeconfig import issue_kubeconfig
-from app.sim.machines import Machine, MachineProvider, Role
+from app.sim.machine_model import Machine, Role
+from app.sim.machines import MachineProvider
 from app.store import ObjectStore, Transaction
 from gen.cnct.kaas.api import api_pb2
 

@@ -55,7 +55,8 @@ from app.services.kaas.records import (
 )
 from app.sim.clock import Clock
 from app.sim.kubeconfig import issue_kubeconfig
-from app.sim.machines import IpPoolExhausted, Machine, MachineProvider, Phase, Role
+from app.sim.machine_model import Machine, Phase, Role
+from app.sim.machines import IpPoolExhausted, MachineProvider
 from app.store import ObjectStore
 from gen.cnct.kaas.api import api_pb2
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from google.protobuf import struct_pb2, wrappers_pb2
 
 from app.services.plain_data import from_struct, to_struct
-from app.sim.machines import Machine, MachineRequest, Role
+from app.sim.machine_model import Machine, MachineRequest, Role
 from app.store import Reader, Record, Writer
 from gen.cnct.kaas.api import api_pb2
 

@@ -18,7 +18,8 @@ import app
 from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES
 from app.services.kaas.records import CLUSTER, MACHINE
 from app.services.plain_data import from_struct
-from app.sim.machines import FaultInjection, Machine, Phase, system_id_for
+from app.sim.machine_model import Machine, Phase, system_id_for
+from app.sim.machines import FaultInjection
 from app.store import EventType, ObjectStore
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import Running, eventually, run, running

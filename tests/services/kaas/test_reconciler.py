@@ -10,14 +10,8 @@ import yaml
 from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES, ClusterReconciler
 from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, load_cluster
 from app.sim.clock import ManualClock
-from app.sim.machines import (
-    FaultInjection,
-    IpPool,
-    MachineTimings,
-    Phase,
-    SimulatedMachineProvider,
-    system_id_for,
-)
+from app.sim.machine_model import Phase, system_id_for
+from app.sim.machines import FaultInjection, IpPool, MachineTimings, SimulatedMachineProvider
 from app.store import ObjectStore
 from gen.cnct.kaas.api import api_pb2
 from tests.harness import run

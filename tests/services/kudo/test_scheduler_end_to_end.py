@@ -217,7 +217,7 @@ def test_instances_wait_for_room_move_through_states_and_survive_a_node_failure(
             async with node_agent(server, tmp_path / "certs", "agent-node", 4, 4096, 40):
                 await _crowd_and_fail_nodes(server)
             # The agent is gone, its stream with it: no stream is left open.
-            await eventually(lambda: _no_open_streams(server))
+            await eventually(lambda: _no_open_streams(server), what="every stream closed")
 
     run(scenario())
 
@@ -316,7 +316,9 @@ def test_create_streams_over_ndjson_and_sse_and_status_takes_an_ndjson_body(tmp_
                         headers={**headers(token), "accept": accept},
                     )
                 )
-                running_one = await eventually(lambda: _running_instance(server))
+                running_one = await eventually(
+                    lambda: _running_instance(server), what="an instance running"
+                )
                 await pb_grpc.InstanceServiceStub(server.channel).Destroy(
                     pb.InstanceIdentifier(id=running_one.id), metadata=bearer(token)
                 )
@@ -356,7 +358,7 @@ def test_create_streams_over_ndjson_and_sse_and_status_takes_an_ndjson_body(tmp_
             node = await stored_node(server, "rest-node")
             assert node is not None and node.limit.cpu == 3 and not node.streaming
             # The stream ended and nothing more came: after the grace period the node is FAILED.
-            await eventually(lambda: _node_failed(server, "rest-node"))
+            await eventually(lambda: _node_failed(server, "rest-node"), what="rest-node failed")
 
     run(scenario())
 
@@ -421,7 +423,7 @@ def test_streams_end_when_the_client_goes_away(tmp_path):
             assert (await anext(call.__aiter__())).status == pb.SCHEDULING
             assert open_streams(server) == 1
             call.cancel()
-            await eventually(lambda: _no_open_streams(server))
+            await eventually(lambda: _no_open_streams(server), what="every stream closed")
 
             async with (
                 uvicorn_serving(server.portico.http_app) as address,
@@ -436,7 +438,7 @@ def test_streams_end_when_the_client_goes_away(tmp_path):
                     first = json.loads(await anext(reply.aiter_lines()))
                     assert first["result"]["status"] == "SCHEDULING"
                     assert open_streams(server) == 1
-                await eventually(lambda: _no_open_streams(server))
+                await eventually(lambda: _no_open_streams(server), what="every stream closed")
             # The instances live on; no task of those streams is left behind.
             assert len(await server.portico.store.list(INSTANCE)) == 2
 

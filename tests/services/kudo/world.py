@@ -62,7 +62,7 @@ async def wait_status(server: Running, instance_id: str, status: int) -> Instanc
         current = await stored_instance(server, instance_id)
         return current if current.status == status else None
 
-    return await eventually(reached)
+    return await eventually(reached, what=f"instance {instance_id} {pb.Status.Name(status)}")
 
 
 class StatusFeed:
@@ -106,7 +106,7 @@ async def status_feed(
         server.channel, token, node, pb.ResourceSummary(cpu=cpu, memory=memory, disk=disk)
     )
     try:
-        await eventually(lambda: _healthy(server, node))
+        await eventually(lambda: _healthy(server, node), what=f"node {node} healthy")
         yield feed
     finally:
         if not feed.call.done():
@@ -149,7 +149,7 @@ async def node_agent(
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        await eventually(lambda: _healthy(server, name), timeout=20)
+        await eventually(lambda: _healthy(server, name), timeout=20, what=f"node {name} healthy")
         yield process
     finally:
         if process.returncode is None:

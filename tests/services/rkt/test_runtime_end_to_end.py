@@ -210,7 +210,7 @@ def test_listen_events_sees_exactly_the_matching_events(tmp_path):
                 ("EVENT_TYPE_IMAGE_IMPORTED", "nginx"),
                 ("EVENT_TYPE_APP_EXITED", "cache"),
             ]
-            await eventually(lambda: _closed(server))
+            await eventually(lambda: _closed(server), what="every stream closed")
 
     run(scenario())
 
@@ -244,7 +244,7 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
             request = rkt.ListenEventsRequest(filter=wanted)
             streams = [api.ListenEvents(request, metadata=bearer(token)) for _ in range(20)]
             readers = [asyncio.ensure_future(anext(s.__aiter__())) for s in streams]
-            await eventually(lambda: _all_open(server, 20))
+            await eventually(lambda: _all_open(server, 20), what="twenty streams open")
             # The shared read is done: every stream watches from its revision, so sees the Stop.
             await asyncio.wait_for(read_done.wait(), 5)
             stub = pb_grpc.InstanceServiceStub(server.channel)
@@ -316,7 +316,7 @@ def test_get_logs_returns_the_last_lines_and_follows_new_ones(tmp_path):
             request = asyncio.ensure_future(
                 server.http.get(f"/v1/runtime/pods/{web}/logs?follow=true", headers=auth)
             )
-            await eventually(lambda: _following(server))
+            await eventually(lambda: _following(server), what="the stream following")
             await stub.Destroy(pb.InstanceIdentifier(id=web), metadata=md)
             reply = await request
             replies = [
@@ -327,7 +327,7 @@ def test_get_logs_returns_the_last_lines_and_follows_new_ones(tmp_path):
                 "DESTROYING",
                 "TERMINATED",
             ]
-            await eventually(lambda: _closed(server))
+            await eventually(lambda: _closed(server), what="every stream closed")
 
     run(scenario())
 
@@ -352,9 +352,9 @@ def test_event_and_log_streams_end_when_the_client_goes_away(tmp_path):
             web = await _start(server, token, "web", NGINX)
             api = rkt_grpc.PublicAPIStub(server.channel)
             events = api.ListenEvents(rkt.ListenEventsRequest(), metadata=bearer(token))
-            await eventually(lambda: _following(server))
+            await eventually(lambda: _following(server), what="the stream following")
             events.cancel()
-            await eventually(lambda: _closed(server))
+            await eventually(lambda: _closed(server), what="every stream closed")
             async with (
                 uvicorn_serving(server.portico.http_app) as address,
                 httpx.AsyncClient(base_url=f"http://{address}", headers=headers(token)) as client,
@@ -364,7 +364,7 @@ def test_event_and_log_streams_end_when_the_client_goes_away(tmp_path):
                     first = json.loads(await anext(reply.aiter_lines()))
                     assert len(_lifecycle(first["result"]["lines"])) == 4
                     assert open_streams(server) == 1
-                await eventually(lambda: _closed(server))
+                await eventually(lambda: _closed(server), what="every stream closed")
 
     run(scenario())
 

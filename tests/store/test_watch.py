@@ -13,7 +13,8 @@ import grpc
 import pytest
 
 from app.store import Event, EventType, ObjectStore, OutOfRange, Unavailable
-from app.store.watch import REPLAY_BATCH, read_events
+from app.store.watch import REPLAY_BATCH, head_revision, read_events
+from tests.harness import eventually
 from tests.store.conftest import run
 
 
@@ -35,6 +36,11 @@ def count_reads(store: ObjectStore, only: Callable[..., Any] | None = None) -> C
 
     store.database.read = counting_read  # type: ignore[method-assign]
     return lambda: count
+
+
+async def _polled(polls: Callable[[], int]) -> bool:
+    """Whether the store polled the log's head: only a waiting watch makes it poll."""
+    return polls() > 0
 
 
 def test_replay_gives_every_write_in_order_with_its_type(with_store):
@@ -106,9 +112,10 @@ def test_a_watcher_sees_writes_of_another_process_within_a_second(store_url):
             ObjectStore.open(store_url) as writer_side,
         ):
             start = await watcher_side.current_revision()
+            polls = count_reads(watcher_side, head_revision)
             async with contextlib.aclosing(watcher_side.watch("Cluster", start)) as events:
                 waiting = asyncio.create_task(anext(events))
-                await asyncio.sleep(0.1)
+                await eventually(lambda: _polled(polls), what="the watch waiting (polling)")
                 began = time.monotonic()
                 await writer_side.create("Cluster", "alpha", b"")
                 event = await asyncio.wait_for(waiting, 5)
@@ -193,9 +200,11 @@ def test_closing_the_store_ends_waiting_watches_as_unavailable(store_url):
     async def body() -> None:
         store = ObjectStore.open(store_url)
         try:
-            events = store.watch("Cluster", await store.current_revision())
+            head = await store.current_revision()
+            polls = count_reads(store, head_revision)
+            events = store.watch("Cluster", head)
             waiting = asyncio.create_task(anext(events))
-            await asyncio.sleep(0.05)
+            await eventually(lambda: _polled(polls), what="the watch waiting (polling)")
         finally:
             await store.close()
         with pytest.raises(Unavailable) as caught:
@@ -264,9 +273,10 @@ def test_writes_of_two_processes_interleaved_reach_a_watcher_in_order(store_url)
     async def body() -> None:
         async with ObjectStore.open(store_url) as here, ObjectStore.open(store_url) as there:
             head = await here.current_revision()
+            polls = count_reads(here, head_revision)
             async with contextlib.aclosing(here.watch("Cluster", head)) as events:
                 waiting = asyncio.ensure_future(take(events, 4))
-                await asyncio.sleep(0.05)
+                await eventually(lambda: _polled(polls), what="the watch waiting (polling)")
                 await here.create("Cluster", "a", b"")
                 await there.create("Cluster", "b", b"")  # not known here until read or polled
                 await here.create("Cluster", "c", b"")

@@ -27,6 +27,7 @@ from tests.services.kudo.world import (
     open_streams,
     wait_status,
 )
+from tests.services.rkt.listening import listening, stream_starts
 
 NGINX = "docker://nginx:1.25"
 ETCD = "quay.io/coreos/etcd:v3.5"
@@ -162,11 +163,11 @@ def test_listen_events_sees_exactly_the_matching_events(tmp_path):
             wanted = rkt.EventFilter(
                 ids=[web], types=[rkt.EVENT_TYPE_POD_EXITED, rkt.EVENT_TYPE_POD_STARTED]
             )
-            starts = _stream_starts(server)
+            starts = stream_starts(server)
             stream = api.ListenEvents(rkt.ListenEventsRequest(filter=wanted), metadata=md)
             stub = pb_grpc.InstanceServiceStub(server.channel)
             # The stream has read where it starts: it sees every later write.
-            await eventually(lambda: _started(starts), what="the stream's start read")
+            await listening(starts)
             for target, request, state in (
                 (cache, stub.Stop, pb.STOPPED),  # another pod: not wanted
                 (web, stub.Stop, pb.STOPPED),
@@ -256,25 +257,6 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
                 stream.cancel()
 
     run(scenario())
-
-
-def _stream_starts(server: Running) -> list[int]:
-    """The revisions the runtime's event streams start from, appended as each is read."""
-    servicer: Any = server.portico.servicers["v1alpha.PublicAPI"]
-    starts: list[int] = []
-    read = servicer._read_stream_start
-
-    async def recorded() -> tuple[int, list[Any]]:
-        revision, instances = await read()
-        starts.append(revision)
-        return revision, instances
-
-    servicer._read_stream_start = recorded
-    return starts
-
-
-async def _started(starts: list[int]) -> bool:
-    return bool(starts)
 
 
 async def _all_open(server: Running, count: int) -> bool:

@@ -12,8 +12,9 @@ from gen.scheduler import scheduler_pb2 as pb
 from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from gen.v1alpha import api_pb2 as rkt
 from gen.v1alpha import api_pb2_grpc as rkt_grpc
-from tests.harness import run, running
+from tests.harness import eventually, run, running
 from tests.services.kudo.world import bearer, headers, instance, wait_status
+from tests.services.rkt.listening import listening, stream_starts
 
 
 def test_since_time_replays_only_events_since_the_service_started(tmp_path):
@@ -50,8 +51,9 @@ def test_since_time_replays_only_events_since_the_service_started(tmp_path):
                 lines = [json.loads(line) for line in reply.text.splitlines()]
                 return [e["type"] for line in lines for e in line["result"]["events"]]
 
+            starts = stream_starts(server)
             streams = asyncio.gather(over_grpc(), over_rest())
-            await asyncio.sleep(0.2)  # both streams listen before the change
+            await listening(starts, 2)  # both streams listen before the change
             await stub.Stop(pb.InstanceIdentifier(id="web-1"), metadata=bearer(token))
             await wait_status(server, "web-1", pb.STOPPED)
             for seen in await streams:
@@ -110,8 +112,11 @@ def test_logs_interleave_the_apps_seeded_output_with_its_lifecycle(tmp_path):
             await stub.Stop(pb.InstanceIdentifier(id="web"), metadata=bearer(token))
             await wait_status(server, "web", pb.STOPPED)
             until = int(time.time()) + 1
-            while int(time.time()) < until:  # the window below lies wholly in the past
-                await asyncio.sleep(0.05)
+
+            async def past() -> bool:
+                return int(time.time()) >= until
+
+            await eventually(past, what="the window below wholly in the past")
             params = {"until_time": until}
             auth = headers(token)
             reply = await server.http.get("/v1/runtime/pods/web/logs", params=params, headers=auth)
@@ -170,12 +175,13 @@ def test_unused_images_are_removed_after_the_retention_with_an_event(tmp_path):
             assert labels == {"version": "1.25", "os": "linux", "arch": "amd64"}
 
             kinds = [rkt.EVENT_TYPE_IMAGE_REMOVED, rkt.EVENT_TYPE_IMAGE_IMPORTED]
+            starts = stream_starts(server)
             live = api.ListenEvents(
                 rkt.ListenEventsRequest(filter=rkt.EventFilter(types=kinds)),
                 metadata=bearer(token),
             )
             reader = live.__aiter__()
-            await asyncio.sleep(0.1)  # listening before the change
+            await listening(starts)  # before the change
             since = int(time.time())
             destroyed = time.monotonic()
             await stub.Destroy(pb.InstanceIdentifier(id="web"), metadata=bearer(token))

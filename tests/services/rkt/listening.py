@@ -1,0 +1,32 @@
+"""A positive signal that the runtime's event streams are listening: the revisions they start at."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.harness import Running, eventually
+
+
+def stream_starts(server: Running) -> list[int]:
+    """The revisions the runtime's event streams start from, appended as each stream has its
+    own: from then on it sees every later write."""
+    servicer: Any = server.portico.servicers["v1alpha.PublicAPI"]
+    starts: list[int] = []
+    start = servicer._stream_start
+
+    async def recorded() -> tuple[int, list[Any]]:
+        revision, instances = await start()
+        starts.append(revision)
+        return revision, instances
+
+    servicer._stream_start = recorded
+    return starts
+
+
+async def listening(starts: list[int], streams: int = 1) -> None:
+    """Return once ``streams`` event streams have read where they start."""
+
+    async def started() -> bool:
+        return len(starts) >= streams
+
+    await eventually(started, what=f"{streams} event stream(s) listening")

@@ -14,7 +14,6 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-import gen  # noqa: F401
 from app.services.kudo.records import INSTANCE, InstanceRecord
 from gen.scheduler import scheduler_pb2 as pb
 from gen.scheduler import scheduler_pb2_grpc as pb_grpc

@@ -22,7 +22,6 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
 from app import limits
@@ -32,6 +31,8 @@ from app.gateway.message_checks import request_violations
 from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
+from app.grpc_context import IdentifiedContext
+from app.reflection import Reflection
 
 log = logging.getLogger("portico.grpc")
 
@@ -99,9 +100,7 @@ def create_server(
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     registered = [service.full_name for service in registry.services]
-    reflection.enable_server_reflection(
-        (*registered, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    server.add_generic_rpc_handlers(Reflection((*registered, health.SERVICE_NAME)).handlers())
     if credentials is None:
         port = server.add_insecure_port(address)
     else:
@@ -134,16 +133,14 @@ class _Admission:
         self.strict = strict
         self.streams = streams
 
-    async def __call__(
-        self, method: Method, request: Any, context: grpc.aio.ServicerContext
-    ) -> Any:
+    async def __call__(self, method: Method, request: Any, context: IdentifiedContext) -> Any:
         """The request for the servicer; raises GatewayError to refuse the call."""
         await self.authenticate(method, tuple(context.invocation_metadata() or ()))
         if method.client_streaming:
             return request  # parsed and checked message by message as the servicer reads
         return _checked(_parse(method, request), self.strict)
 
-    def open(self, method: Method, context: grpc.aio.ServicerContext) -> Any:
+    def open(self, method: Method, context: IdentifiedContext) -> Any:
         """Around a call: a stream is registered, and ended with UNAVAILABLE on shutdown."""
         if method.kind == "unary":
             return contextlib.nullcontext()
@@ -220,10 +217,13 @@ def _not_served(method: Method) -> Callable[..., Any]:
 def _guard_unary(
     method: Method, behaviour: Callable[..., Any], admit: _Admission
 ) -> Callable[..., Any]:
-    async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def guarded(request: Any, grpc_context: grpc.aio.ServicerContext) -> Any:
+        context = IdentifiedContext(grpc_context, uuid.uuid4().hex)
         try:
             async with admit.open(method, context):
-                return await behaviour(await admit(method, request, context), context)
+                reply = await behaviour(await admit(method, request, context), context)
+                await context.send_request_id()
+                return reply
         except Exception as exc:
             await _fail(method, context, exc)
 
@@ -238,7 +238,8 @@ def _guard_stream(
         # a coroutine around it (not a generator) may write.
         return _guard_unary(method, behaviour, admit)
 
-    async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def guarded(request: Any, grpc_context: grpc.aio.ServicerContext) -> Any:
+        context = IdentifiedContext(grpc_context, uuid.uuid4().hex)
         try:
             async with admit.open(method, context) as stream:
                 replies = behaviour(await admit(method, request, context), context)
@@ -247,6 +248,7 @@ def _guard_stream(
                         reply = await anext(replies)
                     except StopAsyncIteration:
                         break
+                    await context.send_request_id()
                     # grpc.aio sends the reply while this generator waits at the yield, and
                     # takes a cancellation there for the client's: the shutdown waits outside.
                     stream.outside = True
@@ -254,6 +256,7 @@ def _guard_stream(
                     stream.outside = False
                     if stream.ending:
                         raise asyncio.CancelledError(SHUTTING_DOWN)
+                await context.send_request_id()
         except Exception as exc:
             await _fail(method, context, exc)
 
@@ -261,9 +264,7 @@ def _guard_stream(
 
 
 @contextlib.asynccontextmanager
-async def _open_stream(
-    streams: OpenStreams, context: grpc.aio.ServicerContext
-) -> AsyncIterator[Stream]:
+async def _open_stream(streams: OpenStreams, context: IdentifiedContext) -> AsyncIterator[Stream]:
     stream = streams.enter()
     try:
         yield stream
@@ -275,10 +276,11 @@ async def _open_stream(
         streams.leave(stream)
 
 
-async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exception) -> None:
+async def _fail(method: Method, context: IdentifiedContext, exc: Exception) -> None:
     """Re-raise aborts; turn anything else into INTERNAL without leaking its text."""
     if isinstance(exc, grpc.aio.AbortError):
         raise exc
+    await context.send_request_id()
     if isinstance(exc, MalformedRequest):
         # One line, no traceback: a flood of bad requests must not become a flood of log.
         log.warning(
@@ -286,20 +288,13 @@ async def _fail(method: Method, context: grpc.aio.ServicerContext, exc: Exceptio
             method.full_name,
             context.peer(),
             exc.reason,
-            _request_id(context),
+            context.request_id,
         )
     if isinstance(exc, GatewayError):  # e.g. the authenticate hook refusing
         await context.abort_with_status(rpc_status.to_status(exc.status()))
     code = context.code()
     if code not in (None, grpc.StatusCode.OK):
         raise exc  # a status set before raising is what the client sees, as in grpc itself
-    request_id = _request_id(context)
+    request_id = context.request_id
     log.error("unexpected error in %s (request id %s)", method.full_name, request_id, exc_info=exc)
     await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)
-
-
-def _request_id(context: grpc.aio.ServicerContext) -> str:
-    for key, value in context.invocation_metadata() or ():
-        if key == "x-request-id" and isinstance(value, str):
-            return value
-    return uuid.uuid4().hex

@@ -1,0 +1,80 @@
+"""The ServicerContext a gRPC call's servicer sees: grpc's own, carrying the call's request id.
+
+Over REST every response has an ``x-request-id`` header (the caller's, or a generated one) and
+the servicer finds the same id in its invocation metadata. This wrapper does the same for gRPC:
+the id joins the invocation metadata when the caller sent none, and it goes out in the initial
+metadata however the call ends: with the servicer's own initial metadata, before the first reply,
+before an abort, or before a unary reply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import grpc
+
+REQUEST_ID = "x-request-id"
+MAX_REQUEST_ID = 128  # longer ids from a caller are replaced, as over REST
+
+
+class IdentifiedContext:
+    """Delegates everything to grpc's context; adds ``x-request-id`` to the initial metadata."""
+
+    def __init__(self, context: grpc.aio.ServicerContext, new_id: str) -> None:
+        self._context = context
+        metadata = tuple(context.invocation_metadata() or ())
+        given = [v for k, v in metadata if k == REQUEST_ID and isinstance(v, str)]
+        if given and len(given[0]) <= MAX_REQUEST_ID:
+            self.request_id = given[0]
+        else:
+            self.request_id = new_id
+            others = tuple((k, v) for k, v in metadata if k != REQUEST_ID)
+            metadata = (*others, (REQUEST_ID, new_id))
+        self._metadata = metadata
+        self._sent = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    def invocation_metadata(self) -> tuple[tuple[str, str | bytes], ...]:
+        """The caller's metadata, with the call's ``x-request-id``."""
+        return self._metadata
+
+    async def send_initial_metadata(self, metadata: Sequence[tuple[str, str | bytes]]) -> None:
+        """Send ``metadata`` and the request id (once; grpc refuses a second time)."""
+        already = self._sent
+        self._sent = True
+        if already or any(k == REQUEST_ID for k, _ in metadata):
+            await self._context.send_initial_metadata(tuple(metadata))
+        else:
+            await self._context.send_initial_metadata((*metadata, (REQUEST_ID, self.request_id)))
+
+    async def send_request_id(self) -> None:
+        """Send the initial metadata now unless it went out already; a call that has ended
+        meanwhile (cancelled, timed out) has nobody left to send it to."""
+        if self._sent:
+            return
+        with contextlib.suppress(grpc.aio.UsageError, RuntimeError):
+            await self.send_initial_metadata(())
+        self._sent = True
+
+    async def write(self, message: Any) -> None:
+        await self.send_request_id()
+        await self._context.write(message)
+
+    async def abort(
+        self,
+        code: grpc.StatusCode,
+        details: str = "",
+        trailing_metadata: Sequence[tuple[str, str | bytes]] = (),
+    ) -> NoReturn:
+        await self.send_request_id()
+        await self._context.abort(code, details, tuple(trailing_metadata))
+        raise AssertionError("grpc's abort returned")  # pragma: no cover
+
+    async def abort_with_status(self, status: grpc.Status) -> NoReturn:
+        await self.send_request_id()
+        await self._context.abort_with_status(status)
+        raise AssertionError("grpc's abort returned")  # pragma: no cover

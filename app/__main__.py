@@ -104,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_node_agent_command(commands)
 
+    from app.client_cli import add_client_commands
+
+    add_client_commands(commands)
+
     commands.add_parser(
         "gen", help="regenerate gen/, the README's RPC table and openapi.yaml from protos/"
     ).set_defaults(run=_gen)

@@ -1,0 +1,179 @@
+"""Calling one RPC of a running Portico as JSON, over gRPC or REST: what ``portico call`` uses.
+
+Requests and replies are proto3 JSON objects (dicts) on both transports, so the command prints
+the same thing whichever it used. Replies are yielded as they arrive: a server stream's items
+come out one by one, and a follow stream (``ListenEvents``) never ends by itself. A failure is
+:class:`CallFailed` carrying the ``google.rpc.Status`` as JSON, from either transport.
+
+REST calls use the canonical route ``POST /package.Service/Method`` (the whole request as the
+body; NDJSON for client streams) with the standard library's HTTP client, so the command needs
+nothing the server does not.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import urllib.parse
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+from google.rpc import error_details_pb2  # noqa: F401  (Status details decode by type URL)
+from grpc_status import rpc_status
+
+from app.gateway.registry import Method
+
+JsonObject = dict[str, Any]
+Metadata = list[tuple[str, str]]
+TIMEOUT_SECONDS = 30.0  # to connect and for each read; a follow stream waits longer (below)
+
+
+class CallFailed(Exception):
+    """The server answered with an error: ``status`` is its ``google.rpc.Status`` as JSON."""
+
+    def __init__(self, status: JsonObject) -> None:
+        super().__init__(f"{status.get('code')}: {status.get('message', '')}")
+        self.status = status
+
+
+class RequestInvalid(ValueError):
+    """A request the method's message cannot hold (says which field), refused before sending."""
+
+
+def to_message(method: Method, request: JsonObject) -> Any:
+    """``request`` as the method's request message; RequestInvalid naming the problem."""
+    try:
+        return json_format.ParseDict(request, method.input_type())
+    except json_format.ParseError as exc:
+        raise RequestInvalid(f"{method.descriptor.input_type.full_name}: {exc}") from None
+
+
+def to_json(message: Any) -> JsonObject:
+    """A reply as the REST side renders it: proto field names, default values included."""
+    return json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+# -- gRPC ---------------------------------------------------------------------------------------
+
+
+def call_grpc(
+    target: str,
+    method: Method,
+    requests: Iterable[JsonObject],
+    metadata: Metadata,
+    root_certificates: bytes | None = None,
+) -> Iterator[JsonObject]:
+    """Call ``method`` on the gRPC server at ``target`` (``host:port``); TLS when given the
+    server's CA certificates."""
+    if root_certificates is None:
+        channel = grpc.insecure_channel(target)
+    else:
+        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates))
+    with channel:
+        kinds = {
+            "unary": channel.unary_unary,
+            "server_streaming": channel.unary_stream,
+            "client_streaming": channel.stream_unary,
+            "bidi_streaming": channel.stream_stream,
+        }
+        stub: Any = kinds[method.kind](
+            method.grpc_path,
+            request_serializer=_serialize,
+            response_deserializer=method.output_type.FromString,
+        )
+        messages = (to_message(method, r) for r in requests)
+        argument: Any = messages if method.client_streaming else next(iter(messages))
+        try:
+            if method.server_streaming:
+                for reply in stub(argument, metadata=metadata):
+                    yield to_json(reply)
+            else:
+                yield to_json(stub(argument, metadata=metadata, timeout=TIMEOUT_SECONDS))
+        except grpc.RpcError as exc:
+            raise CallFailed(_grpc_status(exc)) from None
+
+
+def _serialize(message: Any) -> bytes:
+    data: bytes = message.SerializeToString()
+    return data
+
+
+def _grpc_status(error: grpc.RpcError) -> JsonObject:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]  # a failed call is a Call
+    if status is not None:
+        return json_format.MessageToDict(status, preserving_proto_field_name=True)
+    code = error.code()
+    return {"code": code.value[0], "message": error.details() or code.name}
+
+
+# -- REST ---------------------------------------------------------------------------------------
+
+
+def call_rest(
+    base_url: str,
+    method: Method,
+    requests: Iterable[JsonObject],
+    headers: Metadata,
+    cafile: str | None = None,
+) -> Iterator[JsonObject]:
+    """Call ``method`` on its canonical route under ``base_url`` (``http(s)://host:port[/prefix]``)."""
+    url = urllib.parse.urlsplit(base_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise RequestInvalid(f"{base_url!r} is not an http:// or https:// URL")
+    if method.client_streaming:
+        lines = [json.dumps(to_json(to_message(method, r))) for r in requests]
+        body, content_type = "".join(f"{line}\n" for line in lines), "application/x-ndjson"
+    else:
+        body = json.dumps(to_json(to_message(method, next(iter(requests)))))
+        content_type = "application/json"
+    connection = _connection(url, cafile, follow=method.server_streaming)
+    try:
+        connection.request(
+            "POST",
+            url.path.rstrip("/") + method.grpc_path,
+            body=body.encode(),
+            headers={**dict(headers), "content-type": content_type},
+        )
+        response = connection.getresponse()
+        if response.status != 200:
+            raise CallFailed(_rest_status(response.status, response.read()))
+        if not method.server_streaming:
+            yield json.loads(response.read())
+            return
+        while line := response.readline():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            if "error" in item:
+                raise CallFailed(item["error"])
+            yield item["result"]
+    finally:
+        connection.close()
+
+
+def _connection(
+    url: urllib.parse.SplitResult, cafile: str | None, *, follow: bool
+) -> http.client.HTTPConnection:
+    # A stream may stay quiet for as long as nothing happens; a unary reply may not.
+    timeout = None if follow else TIMEOUT_SECONDS
+    host = url.hostname or ""
+    if url.scheme == "https":
+        context = ssl.create_default_context(cafile=cafile)
+        return http.client.HTTPSConnection(host, url.port, timeout=timeout, context=context)
+    return http.client.HTTPConnection(host, url.port, timeout=timeout)
+
+
+def _rest_status(http_status: int, body: bytes) -> JsonObject:
+    try:
+        status = json.loads(body)
+    except ValueError:
+        status = None
+    if isinstance(status, dict) and "code" in status:
+        return status
+    # Not Portico's answer (a proxy's error page): say what came back.
+    return {"code": 2, "message": f"HTTP {http_status}: {body[:200].decode('latin-1')}"}

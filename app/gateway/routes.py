@@ -17,12 +17,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from fastapi import FastAPI
-from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.middleware.cors import CORSMiddleware
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.gateway import dashboard
+from app.gateway import api_docs, dashboard
 from app.gateway.admission import NO_AUTH
 from app.gateway.codec import dump_json
 from app.gateway.dispatch import RpcDispatcher
@@ -36,7 +35,7 @@ from app.gateway.transcoding import Transcoder
 from app.gateway.websocket import WebSocketDispatcher
 
 HEALTH_PATHS = ("/healthz", "/readyz")
-OPENAPI_PATHS = ("/openapi.json", "/docs")
+OPENAPI_PATHS = ("/openapi.json",)
 
 
 @dataclass(frozen=True)
@@ -114,15 +113,18 @@ def _pages(
         return JSONResponse({"status": "ready"})
 
     _add_openapi_routes(api, registry, options)
-    paths = {*HEALTH_PATHS, *OPENAPI_PATHS, *dashboard.PATHS}
+    api_docs.add_api_docs(api)
+    paths = {*HEALTH_PATHS, *OPENAPI_PATHS, *api_docs.PATHS, *dashboard.PATHS}
     if dashboard.add_dashboard(api):
         # The mount answers its own path (redirecting to the folder) and everything under it.
-        return api, PageTable(frozenset({*paths, dashboard.PREFIX}), (dashboard.FOLDER,))
-    return api, PageTable(frozenset(paths))
+        return api, PageTable(
+            frozenset({*paths, dashboard.PREFIX}), (*api_docs.PREFIXES, dashboard.FOLDER)
+        )
+    return api, PageTable(frozenset(paths), api_docs.PREFIXES)
 
 
 def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOptions) -> None:
-    """``/openapi.json`` (the document, encoded on first use) and ``/docs`` (Swagger UI over it)."""
+    """``/openapi.json``: the document, encoded on first use."""
 
     @functools.cache
     def payload() -> bytes:
@@ -141,7 +143,3 @@ def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOption
     @app.get(OPENAPI_PATHS[0], include_in_schema=False)
     async def openapi_json() -> Response:
         return Response(payload(), media_type="application/json")
-
-    @app.get(OPENAPI_PATHS[1], include_in_schema=False)
-    async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url=OPENAPI_PATHS[0], title="Portico API")

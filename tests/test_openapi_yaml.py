@@ -89,7 +89,7 @@ def test_int64_fields_are_strings_and_comments_are_descriptions(committed):
     schemas = committed["components"]["schemas"]
     logs = committed["paths"]["/v1/runtime/pods/{pod_id}/logs"]["get"]
     since = next(p for p in logs["parameters"] if p["name"] == "since_time")
-    assert since["schema"] == {"type": "string", "format": "int64"}
+    assert since["schema"] == {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"}
     assert since["description"]
     assert "text/event-stream" in logs["responses"]["200"]["content"]
     assert "google.rpc.Status" in schemas

@@ -42,23 +42,30 @@ SECURITY_SCHEME = "bearerAuth"
 NDJSON = "application/x-ndjson"
 SSE = "text/event-stream"
 JSON = "application/json"
+ERROR_STATUSES = ("4XX", "5XX")  # every error, whatever its HTTP status, is a google.rpc.Status
 
 _F = descriptor.FieldDescriptor
+_INT64 = {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"}
+_UINT64 = {"type": "string", "format": "uint64", "pattern": "^[0-9]+$"}
+_INT32 = {"type": "integer", "format": "int32", "minimum": -(2**31), "maximum": 2**31 - 1}
+# Unsigned 32-bit values exceed int32: their own format, and the range says how far.
+_UINT32 = {"type": "integer", "format": "uint32", "minimum": 0, "maximum": 2**32 - 1}
+# proto3 JSON writes the non-finite doubles as these strings (and reads them back).
+_NON_FINITE = {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}
 _SCALARS: dict[int, Schema] = {
-    _F.TYPE_DOUBLE: {"type": "number", "format": "double"},
-    _F.TYPE_FLOAT: {"type": "number", "format": "float"},
+    _F.TYPE_DOUBLE: {"oneOf": [{"type": "number", "format": "double"}, _NON_FINITE]},
+    _F.TYPE_FLOAT: {"oneOf": [{"type": "number", "format": "float"}, _NON_FINITE]},
     # 64-bit integers are JSON strings (proto3 JSON mapping): no double can hold them.
-    _F.TYPE_INT64: {"type": "string", "format": "int64"},
-    _F.TYPE_SINT64: {"type": "string", "format": "int64"},
-    _F.TYPE_SFIXED64: {"type": "string", "format": "int64"},
-    _F.TYPE_UINT64: {"type": "string", "format": "int64"},
-    _F.TYPE_FIXED64: {"type": "string", "format": "int64"},
-    _F.TYPE_INT32: {"type": "integer", "format": "int32"},
-    _F.TYPE_SINT32: {"type": "integer", "format": "int32"},
-    _F.TYPE_SFIXED32: {"type": "integer", "format": "int32"},
-    # Unsigned 32-bit values exceed int32; int64 keeps generated clients from overflowing.
-    _F.TYPE_UINT32: {"type": "integer", "format": "int64", "minimum": 0, "maximum": 4294967295},
-    _F.TYPE_FIXED32: {"type": "integer", "format": "int64", "minimum": 0, "maximum": 4294967295},
+    _F.TYPE_INT64: _INT64,
+    _F.TYPE_SINT64: _INT64,
+    _F.TYPE_SFIXED64: _INT64,
+    _F.TYPE_UINT64: _UINT64,
+    _F.TYPE_FIXED64: _UINT64,
+    _F.TYPE_INT32: _INT32,
+    _F.TYPE_SINT32: _INT32,
+    _F.TYPE_SFIXED32: _INT32,
+    _F.TYPE_UINT32: _UINT32,
+    _F.TYPE_FIXED32: _UINT32,
     _F.TYPE_BOOL: {"type": "boolean"},
     _F.TYPE_STRING: {"type": "string"},
     _F.TYPE_BYTES: {"type": "string", "format": "byte"},
@@ -135,6 +142,7 @@ def openapi_document(
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version, "description": _info(json_options)},
+        "servers": [{"url": "/", "description": "The server that serves this document."}],
         "tags": [_tag(s.full_name, comments) for s in registry.services],
         "paths": paths.items,
         "components": {
@@ -148,8 +156,8 @@ def openapi_document(
 
 
 def _tag(service: str, comments: Mapping[str, str]) -> dict[str, str]:
-    text = comments.get(service)
-    return {"name": service, "description": text} if text else {"name": service}
+    text = comments.get(service) or f"The RPCs of the gRPC service `{service}`."
+    return {"name": service, "description": text}
 
 
 def _info(options: JsonOptions) -> str:
@@ -272,6 +280,8 @@ class _Schemas:
         schema["properties"] = {
             self.key(fd): self.field(fd) for fd in desc.fields if fd.name not in exclude
         }
+        if not self.options.ignore_unknown:
+            schema["additionalProperties"] = False  # unknown fields are refused with 400
         return schema
 
     def field(self, fd: descriptor.FieldDescriptor) -> Schema:
@@ -308,14 +318,17 @@ class _Schemas:
 
     def scalar(self, fd: descriptor.FieldDescriptor) -> Schema:
         """A scalar field's schema (a fresh copy, safe to annotate)."""
-        return dict(_SCALARS[fd.type])
+        return copy.deepcopy(_SCALARS[fd.type])
 
     def enum(self, desc: descriptor.EnumDescriptor) -> Schema:
         """A reference to an enum's schema: a string enum of its value names."""
         if desc.full_name == "google.protobuf.NullValue":
             return {"type": "null"}
         if desc.full_name not in self.components:
-            schema: Schema = {"type": "string", "enum": [v.name for v in desc.values]}
+            # Names on the way in and out; any number is accepted too (proto3 enums are open),
+            # and a number without a name comes back as that number.
+            names = {"type": "string", "enum": [v.name for v in desc.values]}
+            schema: Schema = {"anyOf": [names, dict(_INT32)]}
             lines = [self.comments.get(desc.full_name, "")]
             for value in desc.values:
                 text = self.comments.get(f"{desc.full_name}.{value.name}")
@@ -397,7 +410,7 @@ def _operation(
         operation["requestBody"] = request_body
     operation["responses"] = {
         "200": _success(plan, schemas),
-        "default": {"$ref": "#/components/responses/Error"},
+        **{kind: {"$ref": "#/components/responses/Error"} for kind in ERROR_STATUSES},
     }
     operation["security"] = [] if public else [{SECURITY_SCHEME: []}]
     operation["x-portico-rpc"] = method.full_name
@@ -438,7 +451,7 @@ def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
     if method.client_streaming:
         # The router reads every request of a client stream from the NDJSON body.
         return {
-            "required": True,
+            "required": False,  # no body: no requests
             "description": "One request message per line (NDJSON).",
             "content": {NDJSON: {"schema": schemas.ref(input_desc)}},
         }
@@ -458,7 +471,8 @@ def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
         text = schemas.comments.get(body_field.full_name)
         if text:
             schema["description"] = text
-    return {"required": True, "content": {JSON: {"schema": schema}}}
+    # A missing body is the empty message, as `{}` would be.
+    return {"required": False, "content": {JSON: {"schema": schema}}}
 
 
 def _success(plan: BindingPlan, schemas: _Schemas) -> Schema:

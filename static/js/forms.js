@@ -24,6 +24,14 @@ function kindOf(schema) {
   return 'json'; // google.protobuf.Value, Struct, Any: free JSON
 }
 
+// An enum's names: the schema's own, or those of its first named choice (an enum also takes
+// numbers, so the document offers names or an integer).
+function enumNames(s) {
+  if (Array.isArray(s.enum)) return s.enum;
+  const named = (s.oneOf || s.anyOf || []).map(resolve).find((c) => Array.isArray(c.enum));
+  return named ? named.enum : [];
+}
+
 function typeHint(schema) {
   const s = resolve(schema);
   if (s.format) return s.format;
@@ -52,7 +60,7 @@ function scalarEditor(name, path, schema, kind, initial) {
   let get;
   const has = initial !== undefined && initial !== null;
   if (kind === 'enum' || kind === 'boolean') {
-    const options = kind === 'enum' ? s.enum.map(String) : ['true', 'false'];
+    const options = kind === 'enum' ? enumNames(s).map(String) : ['true', 'false'];
     input = element('select', { id, name: path }, element('option', { value: '', text: '(not set)' }),
       ...options.map((option) => element('option', { value: option, text: option })));
     if (has) input.value = String(initial);

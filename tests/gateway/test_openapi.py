@@ -126,12 +126,21 @@ def test_nested_path_variables_and_query_parameters_for_the_rest(doc):
     assert "pattern" not in path["name"]["schema"]  # a single `*` needs none
     query = _params(operation, "query")
     assert "filter.kind" not in query and "name" not in query
-    assert query["filter.min_size"]["schema"] == {"type": "string", "format": "int64"}
+    assert query["filter.min_size"]["schema"] == {
+        "type": "string",
+        "format": "int64",
+        "pattern": "^-?[0-9]+$",
+    }
     assert query["filter.thing_kind"]["schema"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Kind"}
     assert query["tags"]["schema"] == {"type": "array", "items": {"type": "string"}}
     assert query["tags"]["explode"] is True
     assert query["as_of"]["schema"] == {"type": "string", "format": "date-time"}
-    assert query["page_size"]["schema"] == {"type": "integer", "format": "int32"}
+    assert query["page_size"]["schema"] == {
+        "type": "integer",
+        "format": "int32",
+        "minimum": -(2**31),
+        "maximum": 2**31 - 1,
+    }
     assert query["token"]["schema"] == {"type": "string", "format": "byte"}
     assert "requestBody" not in operation
 
@@ -204,11 +213,22 @@ def test_canonical_route_takes_the_whole_request(doc):
 
 def test_field_schemas_follow_the_proto3_json_mapping(doc):
     thing = _schema(doc, "portico.test.v1.Thing")["properties"]
-    int64 = {"type": "string", "format": "int64"}
+    int64 = {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"}
     assert thing["size"] == int64
-    assert thing["serial"] == int64
-    assert thing["count"] == {"type": "integer", "format": "int32"}
-    assert thing["weight"] == {"type": "number", "format": "double"}
+    assert thing["serial"] == {"type": "string", "format": "uint64", "pattern": "^[0-9]+$"}
+    assert thing["count"] == {
+        "type": "integer",
+        "format": "int32",
+        "minimum": -(2**31),
+        "maximum": 2**31 - 1,
+    }
+    # proto3 JSON writes (and reads) the non-finite doubles as strings.
+    assert thing["weight"] == {
+        "oneOf": [
+            {"type": "number", "format": "double"},
+            {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]},
+        ]
+    }
     assert thing["active"] == {"type": "boolean"}
     assert thing["payload"] == {"type": "string", "format": "byte"}
     assert thing["kind"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Kind"}
@@ -220,12 +240,12 @@ def test_field_schemas_follow_the_proto3_json_mapping(doc):
         "items": {"$ref": SCHEMAS + "portico.test.v1.Thing.Part"},
     }
     assert thing["numbers"] == {"type": "array", "items": int64}
-    assert _schema(doc, "portico.test.v1.Thing.Kind")["enum"] == [
-        "KIND_UNSPECIFIED",
-        "KIND_BOOK",
-        "KIND_DISC",
-    ]
-    assert _schema(doc, "portico.test.v1.Thing.Kind")["type"] == "string"
+    # Names, or any number (proto3 enums are open: an unnamed number is echoed as a number).
+    names, number = _schema(doc, "portico.test.v1.Thing.Kind")["anyOf"]
+    assert names == {"type": "string", "enum": ["KIND_UNSPECIFIED", "KIND_BOOK", "KIND_DISC"]}
+    assert number["type"] == "integer" and number["format"] == "int32"
+    # Unknown fields are refused, and the document says so.
+    assert _schema(doc, "portico.test.v1.Thing")["additionalProperties"] is False
 
 
 def test_well_known_types_have_their_json_forms(doc):
@@ -235,7 +255,7 @@ def test_well_known_types_have_their_json_forms(doc):
     assert re.match(thing["ttl"]["pattern"], "1.5s")
     assert thing["mask"]["type"] == "string"
     assert thing["attributes"] == {"type": "object", "additionalProperties": True}
-    assert thing["limit"] == {"type": "string", "format": "int64"}
+    assert thing["limit"] == {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"}
     assert thing["note"] == {"type": "string"}
     assert thing["flag"] == {"type": "boolean"}
     details = _schema(doc, "google.rpc.Status")["properties"]["details"]
@@ -302,7 +322,12 @@ def test_server_stream_answers_ndjson_or_sse(doc):
     assert error["properties"] == {"error": {"$ref": SCHEMAS + "google.rpc.Status"}}
     assert content["text/event-stream"]["schema"]["type"] == "string"
     assert operation["x-portico-streaming"] == "server_streaming"
-    assert _params(operation, "query")["count"]["schema"] == {"type": "integer", "format": "int32"}
+    assert _params(operation, "query")["count"]["schema"] == {
+        "type": "integer",
+        "format": "int32",
+        "minimum": -(2**31),
+        "maximum": 2**31 - 1,
+    }
 
 
 def test_client_stream_takes_an_ndjson_body(doc):
@@ -324,11 +349,17 @@ def test_bidi_stream_is_ndjson_both_ways_and_mentions_the_websocket(doc):
 
 def test_errors_are_a_shared_status_response(doc):
     for operation in _operations(doc):
-        assert operation["responses"]["default"] == {"$ref": "#/components/responses/Error"}
+        for errors in ("4XX", "5XX"):
+            assert operation["responses"][errors] == {"$ref": "#/components/responses/Error"}
     error = doc["components"]["responses"]["Error"]
     assert error["content"]["application/json"]["schema"] == {"$ref": SCHEMAS + "google.rpc.Status"}
     status = _schema(doc, "google.rpc.Status")["properties"]
-    assert status["code"] == {"type": "integer", "format": "int32"}
+    assert status["code"] == {
+        "type": "integer",
+        "format": "int32",
+        "minimum": -(2**31),
+        "maximum": 2**31 - 1,
+    }
     assert status["message"] == {"type": "string"}
 
 
@@ -446,10 +477,14 @@ _SAMPLES = {
 def _sample(schema: dict[str, Any]) -> str:
     if "$ref" in schema:
         return "KIND_BOOK"
+    if "oneOf" in schema:  # a double: a number, or NaN / Infinity / -Infinity
+        return _sample(schema["oneOf"][0])
     if schema.get("type") == "array":
         return _sample(schema["items"])
+    if schema.get("format") == "int64":
+        return "5"
     if "pattern" in schema:
-        return "1s"  # the only patterned query type here is a Duration
+        return "1s"  # the only other patterned query type here is a Duration
     return _SAMPLES[schema.get("type"), schema.get("format")]
 
 
@@ -473,3 +508,23 @@ def test_the_router_accepts_every_documented_query_parameter(doc, path, name):
     assert response.status_code == 200, response.text
     assert servicer.requests[0].name == name
     assert servicer.requests[0].tags == ["x"]
+
+
+def test_a_body_is_optional_because_the_router_reads_none_as_the_empty_message(doc):
+    operation = doc["paths"]["/v1/things:echo"]["post"]
+    assert operation["requestBody"]["required"] is False
+    servicer = ShelfServicer()
+    app = create_app(shelf_registry(), {SERVICE: servicer}, GatewayOptions(authenticate=NO_AUTH))
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://portico") as client:
+            return await client.post("/v1/things:echo")
+
+    response = run(post())
+    assert response.status_code == 200, response.text
+
+
+def test_the_document_names_its_server_and_describes_every_tag(doc):
+    assert doc["servers"] == [{"url": "/", "description": "The server that serves this document."}]
+    assert all(tag["description"] for tag in doc["tags"])

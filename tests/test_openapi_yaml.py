@@ -109,3 +109,9 @@ def test_the_served_document_is_the_committed_one(committed):
             return await client.get("/openapi.json")
 
     assert asyncio.run(get()).json() == committed
+
+
+def test_the_correct_route_has_the_methods_name_and_the_misspelled_one_a_suffix(committed):
+    paths = committed["paths"]
+    assert paths["/delete/cloudlet"]["post"]["operationId"] == "CloudletApi_DeleteCloudlet"
+    assert paths["/delete/cloudet"]["post"]["operationId"] == "CloudletApi_DeleteCloudlet_2"

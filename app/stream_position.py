@@ -5,7 +5,9 @@ turns events into replies runs in its caller's task (an async generator shares i
 context), so the HTTP flow reads the mark after each reply and sends it as the SSE ``id:``. A
 reconnecting client's ``Last-Event-ID`` is set as the resume point before the servicer runs:
 watches started in that call begin after it, instead of where the servicer would begin, so no
-event in between is lost. The servicers themselves never see any of this.
+event in between is lost. A servicer that translates events against state it read first asks
+whether its call resumes (:func:`resuming`) and reads that state as of the resume point; which
+transport called it, it never learns.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ def last_event() -> int:
 def resume_after(revision: int) -> None:
     """Watches started from now on in this task begin after ``revision``."""
     _RESUME_AFTER.set(revision)
+
+
+def resuming() -> bool:
+    """Whether this task's call resumes a stream (a resume point is set)."""
+    return bool(_RESUME_AFTER.get())
 
 
 def watch_start(since_revision: int) -> int:

@@ -45,6 +45,7 @@ from app.store.watch import (
     compacted_revision,
     follow_events,
     head_revision,
+    objects_at,
 )
 
 DEFAULT_COMPACTION_AGE = timedelta(days=1)
@@ -452,6 +453,11 @@ class ObjectStore:
         Raises ``OutOfRange`` if the log was compacted past ``since_revision``.
         """
         return follow_events(self.database, self._feed, kinds, since_revision)
+
+    async def list_at(self, kind: str, revision: int) -> builtins.list[bytes]:
+        """The data of every ``kind`` object as it stood at ``revision``: with ``watch(kind,
+        revision)`` a reader sees each later write exactly once. ``OutOfRange`` if compacted."""
+        return await self.database.read(objects_at, kind, revision)
 
     async def current_revision(self) -> int:
         """The newest committed revision; watching from it yields only later writes."""

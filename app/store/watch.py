@@ -22,7 +22,7 @@ from sqlalchemy import Connection, func, select
 
 from app import stream_position
 from app.store.errors import OutOfRange, Unavailable
-from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoreMeta, core_table
+from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoredObject, StoreMeta, core_table
 
 if TYPE_CHECKING:
     from app.store.database import Database
@@ -32,6 +32,7 @@ RECENT_EVENTS = 4096
 
 _log = core_table(EventLogEntry)
 _meta = core_table(StoreMeta)
+_objects = core_table(StoredObject)
 
 
 class EventType(enum.StrEnum):
@@ -91,6 +92,51 @@ def read_events(
     compacted = compacted_revision(conn)
     scanned = events[-1].revision if len(events) == limit else head
     return events, scanned, compacted
+
+
+def objects_at(conn: Connection, kind: str, revision: int) -> list[bytes]:
+    """The data of every ``kind`` object as it stood at ``revision`` (in no particular order).
+
+    Objects not written since are read as they are now; the others from their last log entry
+    at or before ``revision``. ``OutOfRange`` if the log no longer holds what that needs.
+    """
+    compacted = compacted_revision(conn)
+    gone = OutOfRange(
+        f"the event log no longer holds the objects as they stood at revision {revision} "
+        f"(compacted through revision {compacted}); list the current objects and watch from "
+        "their revision",
+        compacted_revision=compacted,
+    )
+    if revision < compacted:
+        raise gone
+    found = list(
+        conn.execute(
+            select(_objects.c.data).where(_objects.c.kind == kind, _objects.c.revision <= revision)
+        ).scalars()
+    )
+    later = select(func.min(_log.c.revision)).where(_log.c.kind == kind, _log.c.revision > revision)
+    firsts = conn.execute(
+        select(_log.c.key, _log.c.type).where(
+            _log.c.revision.in_(later.group_by(_log.c.key).scalar_subquery())
+        )
+    )
+    # A key whose first later write created it did not exist then.
+    existed = [row.key for row in firsts if row.type != EventType.CREATED.value]
+    if not existed:
+        return found
+    lasts = select(func.max(_log.c.revision)).where(
+        _log.c.kind == kind, _log.c.key.in_(existed), _log.c.revision <= revision
+    )
+    rows = list(
+        conn.execute(
+            select(_log.c.type, _log.c.data).where(
+                _log.c.revision.in_(lasts.group_by(_log.c.key).scalar_subquery())
+            )
+        )
+    )
+    if len(rows) < len(existed):
+        raise gone
+    return found + [row.data for row in rows if row.type != EventType.DELETED.value]
 
 
 class RevisionFeed:

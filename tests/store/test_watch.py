@@ -287,3 +287,43 @@ def test_writes_of_two_processes_interleaved_reach_a_watcher_in_order(store_url)
             assert revisions == sorted(revisions)
 
     run(body())
+
+
+def test_objects_as_they_stood_at_a_revision_match_a_watch_from_it(with_store):
+    async def body(store: ObjectStore):
+        await store.create("Cluster", "kept", b"k1")
+        await store.create("Cluster", "changed", b"c1")
+        await store.update("Cluster", "changed", b"c2")
+        await store.create("Cluster", "dropped", b"d1")
+        await store.create("Node", "other", b"n1")
+        then = await store.current_revision()
+        await store.update("Cluster", "changed", b"c3")
+        await store.delete("Cluster", "dropped")
+        await store.create("Cluster", "born", b"b1")
+        await store.update("Cluster", "born", b"b2")
+        assert sorted(await store.list_at("Cluster", then)) == [b"c2", b"d1", b"k1"]
+        assert sorted(await store.list_at("Cluster", await store.current_revision())) == [
+            b"b2",
+            b"c3",
+            b"k1",
+        ]
+
+    with_store(body)
+
+
+def test_objects_at_a_revision_the_log_no_longer_explains_are_out_of_range(with_store):
+    async def body(store: ObjectStore):
+        await store.create("Cluster", "old", b"o1")
+        then = await store.current_revision()
+        await store.create("Cluster", "unchanged", b"u1")
+        compacted = await store.compact()
+        await store.update("Cluster", "old", b"o2")
+        # Compacted through a later revision: "old"'s write before ``then`` is gone.
+        with pytest.raises(OutOfRange):
+            await store.list_at("Cluster", then)
+        with pytest.raises(OutOfRange):
+            await store.list_at("Cluster", compacted - 1)
+        now = await store.current_revision()
+        assert sorted(await store.list_at("Cluster", now)) == [b"o2", b"u1"]
+
+    with_store(body, compaction_age=timedelta(0))

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from app import __version__
+from app import __version__, stream_position
 from app.callers import Role, current_caller
 from app.limits import MAX_FILTERS
 from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
@@ -235,11 +235,21 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.open_streams += 1
         try:
             revision, instances = await self._stream_start()
+            resuming = stream_position.resuming()
+            if resuming:
+                # The client has every event through the resume point: start from the instances
+                # as they stood then, so each later write is translated once and none is lost.
+                revision = stream_position.watch_start(revision)
+                try:
+                    stored = await self.store.list_at(INSTANCE, revision)
+                except StoreError as exc:
+                    await abort_store_error(context, exc)
+                instances = [InstanceRecord.from_bytes(data) for data in stored]
             instances = [i for i in instances if _visible(i)]
             translator = EventTranslator(self.image_retention_ns)
             since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
             backlog = translator.replay(instances, since_ns)
-            if wanted.since_time:
+            if wanted.since_time and not resuming:  # a resuming client has the backlog
                 replayed = [e for e in backlog if filters.event_matches(e, wanted)]
                 if replayed:
                     yield pb.ListenEventsResponse(events=replayed)

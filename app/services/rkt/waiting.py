@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+from app import stream_position
 from app.store import Event
 
 
@@ -28,6 +29,8 @@ class NextEvent:
         if self._pending not in done:
             return None
         event, self._pending = self._pending.result(), None
+        # The read ran in a task of its own: the caller's task marks the event it hands on.
+        stream_position.mark(event.revision)
         return event
 
     async def close(self) -> None:

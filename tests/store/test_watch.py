@@ -289,7 +289,7 @@ def test_writes_of_two_processes_interleaved_reach_a_watcher_in_order(store_url)
     run(body())
 
 
-def test_objects_as_they_stood_at_a_revision_match_a_watch_from_it(with_store):
+def test_objects_as_they_stood_at_a_revision(with_store):
     async def body(store: ObjectStore):
         await store.create("Cluster", "kept", b"k1")
         await store.create("Cluster", "changed", b"c1")

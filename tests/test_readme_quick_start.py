@@ -161,7 +161,9 @@ def test_every_quick_start_block_succeeds_in_order(tmp_path):
         leftover = _kill_group(shell.pid)
 
     log = checkout / "portico.log"
-    assert shell.returncode == 0, output + (f"\nportico.log:\n{log.read_text()}" * log.exists())
+    assert shell.returncode == 0, output + (
+        f"\nportico.log:\n{log.read_text()}" if log.exists() else ""
+    )
     assert not leftover, "the quick start left a process running (the server not stopped?)"
     for number in range(1, len(blocks) + 1):
         assert f"--- block {number} succeeded" in output

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import dataclasses
 import getpass
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Role
 from app.config import ConfigurationError, Settings
+from app.observe.logs import configure_logging
 from app.store import Account, ObjectStore, StoreError, make_private_folder
 
 DESCRIPTION = "Portico: five control-plane gRPC APIs, served over gRPC and REST/JSON."
@@ -179,6 +181,9 @@ def _role_flag(args: argparse.Namespace) -> str:
 
 def _users(args: argparse.Namespace) -> None:
     settings = _settings(args)
+    if not logging.getLogger().handlers:  # not when embedded: a host's logging stays its own
+        # The audit line of each account change goes to stderr, as the server's would.
+        configure_logging(settings.log_format)
     password = ""
     if args.action in {"add", "set-password"}:
         password = _read_password(args)

@@ -26,6 +26,7 @@ from app.setting_rules import (
     dotted_versions,
     file_or_empty,
     hostname,
+    metrics_apart,
     one_of,
     origins,
     password_or_empty,
@@ -33,6 +34,7 @@ from app.setting_rules import (
     secret_or_empty,
     subnet,
     tls_pairing,
+    token_or_empty,
 )
 
 __all__ = ["DEFAULT_K8S_VERSIONS", "ConfigurationError", "Settings"]
@@ -58,6 +60,16 @@ class Settings:
     workers: int = _rule(1, between(1, 64))
     # One log line per HTTP request; off by default, as it costs more than a small call.
     access_log: bool = False
+    # One structured line per RPC call on either transport (logger ``portico.requests``).
+    request_log: bool = False
+    # "text" or "json" (one JSON object a line): the format of every log line.
+    log_format: str = _rule("text", one_of("text", "json"))
+    # Prometheus metrics, collected and served at /metrics; "false" records nothing.
+    metrics: bool = True
+    # Serve /metrics on this port of http_host instead of the HTTP port (0: the HTTP port).
+    metrics_port: int = _rule(0, between(0, 65535))
+    # When set, /metrics answers only "Authorization: Bearer <token>" (16 characters or more).
+    metrics_token: str = _rule("", token_or_empty)
     # Empty means SQLite in the data directory.
     database_url: str = _rule("", database_url)
     # Events older than this are compacted away; a watch from before them gets OUT_OF_RANGE.
@@ -120,6 +132,9 @@ class Settings:
             if rule is not None:
                 rule(variable(f.name), getattr(self, f.name))
         tls_pairing(self.tls_cert, self.tls_key, self.tls_client_ca)
+        metrics_apart(
+            self.metrics, self.metrics_port, self.metrics_token, (self.http_port, self.grpc_port)
+        )
 
     @property
     def effective_database_url(self) -> str:

@@ -32,6 +32,8 @@ from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 from app.grpc_context import IdentifiedContext
+from app.observe.calls import Telemetry
+from app.observe.grpc_calls import observed, traced_servicer
 from app.reflection import Reflection
 
 log = logging.getLogger("portico.grpc")
@@ -66,6 +68,7 @@ def create_server(
     credentials: grpc.ServerCredentials | None = None,
     strict: bool = True,
     streams: OpenStreams | None = None,
+    telemetry: Telemetry | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port.
@@ -89,6 +92,7 @@ def create_server(
                 method,
                 _not_served(method) if servicer is None else getattr(servicer, method.name),
                 admission,
+                telemetry or Telemetry(),
             )
             for method in service.methods
         }
@@ -148,13 +152,19 @@ class _Admission:
 
 
 def _method_handler(
-    method: Method, behaviour: Callable[..., Any], admit: _Admission
+    method: Method,
+    behaviour: Callable[..., Any],
+    admit: _Admission,
+    telemetry: Telemetry,
 ) -> grpc.RpcMethodHandler:
     factory = _HANDLER_FACTORIES[method.kind]
+    behaviour = traced_servicer(method.full_name, behaviour)
     if method.server_streaming:
         wrapped: Callable[..., Any] = _guard_stream(method, behaviour, admit)
     else:
         wrapped = _guard_unary(method, behaviour, admit)
+    # Outermost: the call is observed whatever ends it, the gate's refusal included.
+    wrapped = observed(telemetry, method.full_name, method.server_streaming, wrapped)
     # grpc answers a request its deserializer cannot read with UNKNOWN and a logged traceback,
     # before any handler of ours runs. A single request therefore arrives as bytes and is parsed
     # in the guard (after authentication); streamed requests raise MalformedRequest, which

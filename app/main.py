@@ -9,7 +9,9 @@ import gc
 import logging
 import math
 import multiprocessing
+import os
 import secrets
+import shutil
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
@@ -35,6 +37,17 @@ from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
 from app.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
+from app.observe import local, tracing
+from app.observe.calls import Telemetry, note_user
+from app.observe.exposition import serve_metrics
+from app.observe.logs import configure_logging
+from app.observe.metrics import (
+    EVENT_LOG_EVENTS,
+    EVENT_LOG_HEAD,
+    LEADER,
+    MULTIPROCESS_ENV,
+    SWITCH,
+)
 from app.refusals import Rejected
 from app.services.edge.system import edge_system
 from app.services.kaas.demo import demo_job
@@ -81,6 +94,7 @@ class Portico:
 
     async def _start(self) -> None:
         settings = self.settings
+        SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
         make_private_folder(settings.data_dir)
         issuer = TokenIssuer(
@@ -98,6 +112,12 @@ class Portico:
         servicers, jobs = self._services(self.store, self.gate)
         self.servicers = servicers
         self._background = asyncio.create_task(run_while_leader(self.store, jobs))
+        telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
+        if settings.metrics:
+            self._replica_work += [
+                asyncio.create_task(_supervised(job))
+                for job in (sample_event_log(self.store), local.flush_every)
+            ]
         json_options = JsonOptions(
             proto_names=settings.json_names == "proto",
             ignore_unknown=settings.unknown_fields == "ignore",
@@ -110,6 +130,10 @@ class Portico:
             cors_origins=settings.cors_origins,
             authenticate=self._authenticate,
             openapi=portico_openapi(self.registry, json_options),
+            telemetry=telemetry,
+            # With a metrics port, /metrics is served there (by the serving process) instead.
+            metrics_endpoint=settings.metrics and not settings.metrics_port,
+            metrics_token=settings.metrics_token,
         )
         self.http_app = create_app(self.registry, servicers, options, ready=self.store_reachable)
         address = f"{settings.grpc_host}:{settings.grpc_port}"
@@ -123,6 +147,7 @@ class Portico:
                 credentials=grpc_credentials(settings),
                 strict=settings.unknown_fields == "reject",
                 streams=self.streams,
+                telemetry=telemetry,
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None
@@ -191,10 +216,13 @@ class Portico:
         if self.shutting_down:
             raise shutting_down()
         try:
-            return await self.gate.admit(method.full_name, metadata)
+            caller = await self.gate.admit(method.full_name, metadata)
         except Rejected as rejected:
             headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
             raise GatewayError(rejected.code, rejected.message, headers=headers) from None
+        if caller is not None:
+            note_user(caller.username)
+        return caller
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with
@@ -226,14 +254,17 @@ async def run_while_leader(store: ObjectStore, jobs: list[Job]) -> None:
     try:
         while True:
             await election.wait_elected()
+            LEADER.set(1)
             log.info("leader: starting %d background job(s)", len(jobs))
             async with asyncio.TaskGroup() as group:
                 tasks = [group.create_task(_supervised(job)) for job in jobs]
                 await election.wait_deposed()
+                LEADER.set(0)
                 log.warning("no longer the leader: stopping background work")
                 for task in tasks:
                     task.cancel()
     finally:
+        LEADER.set(0)
         campaign.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await campaign
@@ -279,6 +310,19 @@ def compact_event_log(store: ObjectStore, every_seconds: float = 3600.0) -> Job:
     return compact
 
 
+def sample_event_log(store: ObjectStore, every_seconds: float = 15.0) -> Job:
+    """A job that keeps the event log's size and head revision in the metrics."""
+
+    async def sample() -> None:
+        while True:
+            kept, head = await store.event_log_size()
+            EVENT_LOG_EVENTS.set(kept)
+            EVENT_LOG_HEAD.set(head)
+            await asyncio.sleep(every_seconds)
+
+    return sample
+
+
 async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: str) -> None:
     """On first start (no accounts at all), create ``admin``; never with a built-in password."""
     if await store.list_accounts():
@@ -309,6 +353,10 @@ async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: 
 
 async def run(settings: Settings) -> None:
     """Serve REST/JSON and gRPC until SIGINT/SIGTERM, then stop both gracefully."""
+    try:
+        tracing.configure_from_environment()
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
     portico = Portico(settings)
     await portico.start()
     # Everything built so far lives as long as the server: keep it out of the collector's way,
@@ -356,6 +404,7 @@ def http_config(settings: Settings, app: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         log_level="info",
+        log_config=None,  # the format configure_logging chose, secrets masked
         access_log=settings.access_log,
         # Portico is the origin server; forwarded headers are not trusted unless asked for.
         proxy_headers=False,
@@ -369,7 +418,7 @@ def http_config(settings: Settings, app: Any) -> uvicorn.Config:
 
 
 def _worker(settings: Settings) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_format)
     with contextlib.suppress(KeyboardInterrupt):
         run_event_loop(run(settings))
 
@@ -388,6 +437,7 @@ def run_workers(settings: Settings) -> None:
     """Run ``settings.workers`` server processes on the same ports; stop them all on a signal."""
     context = multiprocessing.get_context("spawn")  # grpc must not be forked once started
     settings, reserved = _pick_free_ports(settings)
+    metrics_dir = _multiprocess_metrics(settings)
     workers = [context.Process(target=_worker, args=(settings,)) for _ in range(settings.workers)]
     for process in workers:
         process.start()
@@ -401,6 +451,10 @@ def run_workers(settings: Settings) -> None:
     signal.signal(signal.SIGINT, stop_all)
     for process in workers:
         process.join()
+        if metrics_dir is not None and process.pid is not None:
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(process.pid, metrics_dir)
     for sock in reserved:
         sock.close()
 
@@ -417,12 +471,35 @@ def _pick_free_ports(settings: Settings) -> tuple[Settings, list[socket.socket]]
     return dataclasses.replace(settings, **ports), reserved
 
 
+def _multiprocess_metrics(settings: Settings) -> str | None:
+    """With metrics on, a fresh folder where every worker keeps its numbers, named in the
+    environment the workers inherit, so that a scrape of any one of them adds up all."""
+    if not settings.metrics:
+        return None
+    given = os.environ.get(MULTIPROCESS_ENV)
+    if given:
+        return given  # the operator's own folder (they clear it between runs)
+    folder = settings.data_dir / "metrics"
+    shutil.rmtree(folder, ignore_errors=True)  # numbers of an earlier run would add up too
+    make_private_folder(folder)
+    os.environ[MULTIPROCESS_ENV] = str(folder)
+    return str(folder)
+
+
 def serve(settings: Settings) -> None:
     """Entry point of ``portico serve``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_format)
     try:
         check_tls_files(settings)
         with claimed_ports(settings):
+            if settings.metrics_port:
+                try:
+                    _, port = serve_metrics(
+                        settings.http_host, settings.metrics_port, settings.metrics_token
+                    )
+                except OSError:
+                    raise PortBusy("metrics", settings.http_host, settings.metrics_port) from None
+                log.info("metrics on http://%s:%d/metrics", settings.http_host, port)
             if settings.workers > 1:
                 run_workers(settings)
             else:

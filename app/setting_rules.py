@@ -21,6 +21,7 @@ Rule = Callable[[str, Any], None]
 _MIN_PASSWORD_BYTES = 6
 _MAX_PASSWORD_BYTES = 70
 _MIN_SECRET_BYTES = 32  # HS256 wants a key as long as its hash
+_MIN_TOKEN_CHARS = 16  # a bearer token for /metrics
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
 
@@ -197,4 +198,21 @@ def tls_pairing(cert: str, key: str, client_ca: str) -> None:
     if client_ca and not cert:
         raise ConfigurationError(
             "PORTICO_TLS_CLIENT_CA: needs TLS; allowed: only with PORTICO_TLS_CERT and _KEY"
+        )
+
+
+def token_or_empty(variable: str, value: Any) -> None:
+    """Empty (none) or a bearer token: 16+ characters without spaces."""
+    if value and (len(value) < _MIN_TOKEN_CHARS or any(c.isspace() for c in value)):
+        refuse(variable, "(hidden)", f"empty, or {_MIN_TOKEN_CHARS}+ characters without spaces")
+
+
+def metrics_apart(metrics: bool, port: int, token: str, taken: tuple[int, ...]) -> None:
+    """The metrics port is none of the API's ports; port and token need metrics on."""
+    if port and port in taken:
+        refuse("PORTICO_METRICS_PORT", port, "0, or a port other than the HTTP and gRPC ports")
+    if (port or token) and not metrics:
+        raise ConfigurationError(
+            "PORTICO_METRICS_PORT / PORTICO_METRICS_TOKEN: need metrics; allowed: only with "
+            "PORTICO_METRICS=true"
         )

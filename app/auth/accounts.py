@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.auth.gate import USERNAME
+from app.auth.gate import USERNAME, audit
 from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
 from app.auth.policy import Role
 from app.store import Account, ObjectStore
@@ -62,9 +62,11 @@ async def add_account(
     if developer and operator:
         raise AccountError("an account acts for one organisation: a developer or an operator")
     password_hash = await asyncio.to_thread(hasher.hash, password)
-    return await store.create_account(
+    account = await store.create_account(
         username, password_hash, role, developer=developer, operator=operator
     )
+    audit.info("account added: user=%s role=%s", account.username, account.role)
+    return account
 
 
 async def set_password(
@@ -73,9 +75,13 @@ async def set_password(
     """Replace an account's password; its existing tokens stay valid until they expire."""
     check_password(password)
     password_hash = await asyncio.to_thread(hasher.hash, password)
-    return await store.update_account(username, password_hash=password_hash)
+    account = await store.update_account(username, password_hash=password_hash)
+    audit.info("account password changed: user=%s", account.username)
+    return account
 
 
 async def set_enabled(store: ObjectStore, username: str, enabled: bool) -> Account:
     """Enable or disable an account; a disabled account's tokens are refused at once."""
-    return await store.update_account(username, enabled=enabled)
+    account = await store.update_account(username, enabled=enabled)
+    audit.info("account %s: user=%s", "enabled" if enabled else "disabled", account.username)
+    return account

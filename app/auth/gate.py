@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import grpc
+from prometheus_client import Counter
 
 from app.auth import policy
 from app.auth.client_address import client_address, trusted_networks
@@ -27,11 +28,12 @@ from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordH
 from app.auth.throttle import LoginThrottle, Throttled
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
 from app.callers import Caller, current_caller
+from app.observe.metrics import LOCKOUTS, LOGINS, SWITCH, TOKEN_REFUSALS
 from app.refusals import Rejected, Violations
 from app.shared_calls import SharedCalls
 from app.store import Account, ObjectStore
 
-# Failed logins, lockouts and attempts on disabled accounts: one line each, for the operator.
+# Logins, failed logins, lockouts and account changes: one line each, for the operator.
 audit = logging.getLogger("portico.audit")
 
 USERNAME = re.compile(r"^[A-Za-z0-9_-]{3,24}$")
@@ -92,6 +94,13 @@ class Gate:
             await self.throttle.reserve(keys)
         except Throttled as throttled:
             wait = throttled.refusal.retry_after
+            _count(LOGINS, "throttled")
+            audit.warning(
+                "login refused while locked out: user=%s address=%s request_id=%s",
+                username,
+                client,
+                request_id,
+            )
             raise Rejected(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"too many failed logins; try again in {int(wait) + 1} s",
@@ -116,6 +125,8 @@ class Gate:
             reason = "no such account" if account is None else "wrong password"
             audit.warning("login failed (%s): %s", reason, seen)
         for lockout in lockouts:
+            if SWITCH.recording:
+                LOCKOUTS.inc()
             audit.warning(
                 "login lockout of %s for %d s after repeated failures: %s",
                 lockout.key,
@@ -123,7 +134,10 @@ class Gate:
                 seen,
             )
         if not ok or account is None:
+            _count(LOGINS, "failure")
             raise Rejected(grpc.StatusCode.UNAUTHENTICATED, BAD_CREDENTIALS)
+        _count(LOGINS, "success")
+        audit.info("login: %s role=%s", seen, account.role)
         return self.issuer.issue(
             account_id=str(account.id), username=account.username, role=account.role
         )
@@ -184,17 +198,17 @@ class Gate:
 
     async def _check_still_valid(self, caller: Caller) -> Account:
         if await self.store.is_revoked(caller.token_id):
-            raise InvalidToken("token was revoked")
+            raise InvalidToken("token was revoked", "revoked")
         try:
             account_id = int(caller.account_id)
         except ValueError as exc:
-            raise InvalidToken("token subject is not an account") from exc
+            raise InvalidToken("token subject is not an account", "account") from exc
         account = await self.store.get_account_by_id(account_id)
         if account is None or not account.enabled or account.username != caller.username:
-            raise InvalidToken("token account is disabled or gone")
+            raise InvalidToken("token account is disabled or gone", "account")
         if account.role != caller.role:
             # A changed role must not keep the powers of the old one.
-            raise InvalidToken("token role is no longer the account's role")
+            raise InvalidToken("token role is no longer the account's role", "role_changed")
         return account
 
     async def check(self, token: str) -> bool:
@@ -215,6 +229,7 @@ class Gate:
             current_caller.set(None)
             return None
         if not token:
+            _count(TOKEN_REFUSALS, "missing")
             raise Rejected(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
         try:
             caller = self._recently_verified(token) or await self._verify(token)
@@ -222,18 +237,25 @@ class Gate:
             if access is policy.Access.PUBLIC:
                 current_caller.set(None)
                 return None
+            _count(TOKEN_REFUSALS, exc.reason)
             raise Rejected(
                 grpc.StatusCode.UNAUTHENTICATED,
                 str(exc),
                 challenge='Bearer error="invalid_token"',
             ) from exc
         if not policy.allows(caller.role, full_method):
+            _count(TOKEN_REFUSALS, "permission_denied")
             raise Rejected(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"role {caller.role!r} may not call {policy.split(full_method)[1]}",
             )
         current_caller.set(caller)
         return caller
+
+
+def _count(counter: Counter, label: str) -> None:
+    if SWITCH.recording:
+        counter.labels(label).inc()
 
 
 def bearer_token(metadata: Iterable[tuple[str, str | bytes]]) -> str:

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from jose import JWTError, jwt
+from jose import ExpiredSignatureError, JWTError, jwt
 
 from app.config import ConfigurationError
 
@@ -30,7 +30,13 @@ _REQUIRED = ("exp", "iat", "nbf", "iss", "aud", "sub", "jti")
 
 
 class InvalidToken(Exception):
-    """The token cannot be trusted; the message says why (safe to log, never the token)."""
+    """The token cannot be trusted; the message says why (safe to log, never the token), and
+    ``reason`` is one word for it (a metric label: malformed, expired, invalid, revoked,
+    account, role_changed)."""
+
+    def __init__(self, message: str, reason: str = "malformed") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,10 @@ class TokenIssuer:
                     "leeway": self.leeway_seconds,
                 },
             )
+        except ExpiredSignatureError as exc:
+            raise InvalidToken(f"token is not valid: {exc}", "expired") from exc
         except JWTError as exc:
-            raise InvalidToken(f"token is not valid: {exc}") from exc
+            raise InvalidToken(f"token is not valid: {exc}", "invalid") from exc
         current = time.time() if now is None else now
         try:
             claims = Claims(

@@ -26,6 +26,12 @@ from app.gateway.invoker import (
 )
 from app.gateway.stages import Stages
 from app.gateway.stream_response import StreamResponse
+from app.observe.calls import UNMATCHED
+
+# How a call ended, when not OK: the gRPC code's name and the HTTP status sent.
+Ended = tuple[str, int] | None
+# nginx's "client closed request": the client went away before the reply.
+CLIENT_CLOSED = 499
 
 
 class RpcDispatcher:
@@ -34,6 +40,7 @@ class RpcDispatcher:
     def __init__(self, stages: Stages) -> None:
         self.stages = stages
         self._proto_names = stages.options.json.proto_names
+        self._telemetry = stages.options.telemetry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
@@ -41,25 +48,48 @@ class RpcDispatcher:
         try:
             match = self.stages.routes.match(scope["method"], http_io.raw_path(scope))
         except NoRoute:
-            await http_io.send_error(send, not_found(scope["path"]), request_id, self._proto_names)
+            await self._refuse(send, not_found(scope["path"]), request_id)
             return
         except MethodNotAllowed as exc:
             error = method_not_allowed(scope["method"], scope["path"], exc.allow)
-            await http_io.send_error(send, error, request_id, self._proto_names)
+            await self._refuse(send, error, request_id)
             return
+        method = match.plan.method
+        unary = method.kind == "unary"
+        observation = self._telemetry.rpc("rest", method.full_name, not unary).begin(
+            request_id, *http_io.trace_context(headers)
+        )
+        # What the call ended with, unless something unexpected ends it first.
+        code, http_status = "INTERNAL", 500
         try:
-            call = new_call(match.plan.method, headers, request_id, scope)
-        except GatewayError as exc:
-            await http_io.send_error(send, exc, request_id, self._proto_names)
-            return
-        if match.plan.method.kind == "unary":
-            await self._unary(call, match, scope, receive, send)
-        else:
-            await self._streaming(call, match, scope, receive, send)
+            try:
+                call = new_call(method, headers, request_id, scope, observation)
+            except GatewayError as exc:
+                await http_io.send_error(send, exc, request_id, self._proto_names)
+                code, http_status = exc.code.name, exc.http_status
+                return
+            if unary:
+                ended = await self._unary(call, match, scope, receive, send)
+            else:
+                ended = await self._streaming(call, match, scope, receive, send)
+            code, http_status = ("OK", 200) if ended is None else ended
+        except asyncio.CancelledError:
+            code, http_status = "CANCELLED", CLIENT_CLOSED
+            raise
+        finally:
+            observation.end(code, http_status)
+
+    async def _refuse(self, send: Send, error: GatewayError, request_id: str) -> None:
+        """Answer a request no RPC binding matches (counted under ``rpc="unmatched"``)."""
+        observation = self._telemetry.rpc("rest", UNMATCHED).begin(request_id)
+        try:
+            await http_io.send_error(send, error, request_id, self._proto_names)
+        finally:
+            observation.end(error.code.name, error.http_status)
 
     async def _unary(
         self, call: Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
-    ) -> None:
+    ) -> Ended:
         context = call.context
         try:
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
@@ -75,9 +105,10 @@ class RpcDispatcher:
             reply = await self.stages.invoker.unary(call, request)
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
-            return
+            return exc.code.name, exc.http_status
         payload = self.stages.transcoder.reply_json(match.plan, reply)
         await http_io.send_whole(send, 200, b"application/json", payload, call.request_id, context)
+        return None
 
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
@@ -85,13 +116,14 @@ class RpcDispatcher:
 
     async def _streaming(
         self, call: Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
-    ) -> None:
+    ) -> Ended:
         worker = asyncio.ensure_future(self._stream_call(call, match, scope, send, receive))
         try:
-            await worker
+            return await worker
         except asyncio.CancelledError:
             if not worker.cancelled():
                 raise  # we were cancelled ourselves, not by a disconnect
+            return "CANCELLED", CLIENT_CLOSED
 
     async def _stream_call(
         self,
@@ -100,7 +132,7 @@ class RpcDispatcher:
         scope: Scope,
         send: Send,
         receive: Receive,
-    ) -> None:
+    ) -> Ended:
         context = call.context
         options = self.stages.options
         streams = options.streams
@@ -108,7 +140,7 @@ class RpcDispatcher:
             stream = streams.enter()
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, options.json.proto_names)
-            return
+            return exc.code.name, exc.http_status
         pump = http_io.pump_cancelling_on_disconnect(receive, context)
         method = call.method
         limit = options.max_body_bytes
@@ -137,7 +169,7 @@ class RpcDispatcher:
                 await http_io.send_whole(
                     send, 200, b"application/json", payload, call.request_id, context
                 )
-                return
+                return None
             _resume_from_last_event(call.headers)
             replies = self.stages.invoker.stream(call, request)
             response.open()
@@ -160,7 +192,9 @@ class RpcDispatcher:
             pump.stop()
             response.stop()
             streams.leave(stream)
-        await response.finish(error, options.json)
+        status = await response.finish(error, options.json)
+        # A stream that failed after its 200 went out ends with its code under that 200.
+        return None if error is None else (error.code.name, status)
 
 
 def _resume_from_last_event(headers: http_io.Headers) -> None:

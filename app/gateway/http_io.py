@@ -65,6 +65,15 @@ def request_id(headers: Headers) -> str:
 _PASSED_HEADERS = frozenset({b"authorization", b"x-forwarded-for", b"forwarded"})
 
 
+def trace_context(headers: Headers) -> tuple[str | None, str | None]:
+    """The caller's W3C ``traceparent`` and ``tracestate`` headers, where given."""
+    parent = headers.get(b"traceparent")
+    if parent is None:
+        return None, None
+    state = headers.get(b"tracestate")
+    return parent.decode("latin-1"), None if state is None else state.decode("latin-1")
+
+
 def metadata(headers: Headers, request_id: str) -> tuple[Metadata, float | None]:
     """gRPC metadata and the deadline from HTTP headers (ASGI names them in lower case)."""
     found: list[tuple[str, str | bytes]] = [("x-request-id", request_id)]

@@ -24,6 +24,7 @@ from app.gateway.errors import GatewayError, internal_error
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
+from app.observe.calls import Observation
 
 log = logging.getLogger("portico.gateway")
 
@@ -38,7 +39,7 @@ class Call:
     times more to construct.
     """
 
-    __slots__ = ("context", "headers", "method", "request_id")
+    __slots__ = ("context", "headers", "method", "observation", "request_id")
 
     def __init__(
         self,
@@ -46,18 +47,26 @@ class Call:
         request_id: str,
         headers: http_io.Headers,
         context: GatewayContext,
+        observation: Observation,
     ) -> None:
         self.method = method
         self.request_id = request_id
         self.headers = headers
         self.context = context
+        self.observation = observation  # what the flow records of the call (metrics, span)
 
 
-def new_call(method: Method, headers: http_io.Headers, request_id: str, scope: Scope) -> Call:
+def new_call(
+    method: Method,
+    headers: http_io.Headers,
+    request_id: str,
+    scope: Scope,
+    observation: Observation,
+) -> Call:
     """The call for a request: its metadata and deadline come from the headers."""
     metadata, deadline = http_io.metadata(headers, request_id)
     context = GatewayContext(metadata, http_io.peer(scope), deadline)
-    return Call(method, request_id, headers, context)
+    return Call(method, request_id, headers, context, observation)
 
 
 async def admit(call: Call, authenticate: Authenticate) -> None:
@@ -92,11 +101,12 @@ class ServicerInvoker:
         context = call.context
         handler = self._handler(call.method)
         try:
-            if context.deadline is None:
-                reply = await handler(request, context)
-            else:
-                async with asyncio.timeout_at(loop_time(context.deadline)):
+            with call.observation.servicer_span():
+                if context.deadline is None:
                     reply = await handler(request, context)
+                else:
+                    async with asyncio.timeout_at(loop_time(context.deadline)):
+                        reply = await handler(request, context)
         except GatewayError:
             raise
         except TimeoutError as exc:
@@ -123,7 +133,7 @@ class ServicerInvoker:
 
     def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
         handler = self._handler(call.method)
-        return call.context.replies(handler(request, call.context))
+        return call.observation.replies(call.context.replies(handler(request, call.context)))
 
     def _handler(self, method: Method) -> Callable[..., Any]:
         handler = self._handlers[method.grpc_path]

@@ -12,6 +12,7 @@ from app.gateway.codec import JsonOptions
 from app.gateway.context import Metadata
 from app.gateway.open_streams import OpenStreams
 from app.gateway.registry import Method
+from app.observe.calls import Telemetry
 
 # Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
 # Both transports call it (the gRPC server's interceptor and the HTTP flows), so it is one gate;
@@ -33,5 +34,10 @@ class GatewayOptions:
     cors_origins: tuple[str, ...] = ()
     # Refuses every call unless given: pass admission.NO_AUTH to admit everyone on purpose.
     authenticate: Authenticate = refuse_every_call
+    # What each call records (metrics, spans, request log lines); all off by default.
+    telemetry: Telemetry = field(default_factory=Telemetry)
+    # Serve Prometheus metrics at /metrics; a non-empty token is then required as a bearer token.
+    metrics_endpoint: bool = False
+    metrics_token: str = ""
     # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
     openapi: Mapping[str, Any] | None = None

@@ -12,12 +12,14 @@ A protocol adapter (Connect, gRPC-Web) would be one more dispatcher built here o
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -33,6 +35,9 @@ from app.gateway.registry import Registry
 from app.gateway.stages import Stages
 from app.gateway.transcoding import Transcoder
 from app.gateway.websocket import WebSocketDispatcher
+from app.observe import local
+from app.observe.exposition import METRICS_PATH, token_accepted
+from app.observe.metrics import exposition
 
 HEALTH_PATHS = ("/healthz", "/readyz")
 OPENAPI_PATHS = ("/openapi.json",)
@@ -115,12 +120,33 @@ def _pages(
     _add_openapi_routes(api, registry, options)
     api_docs.add_api_docs(api)
     paths = {*HEALTH_PATHS, *OPENAPI_PATHS, *api_docs.PATHS, *dashboard.PATHS}
+    if options.metrics_endpoint:
+        _add_metrics_route(api, options.metrics_token)
+        paths.add(METRICS_PATH)
     if dashboard.add_dashboard(api):
         # The mount answers its own path (redirecting to the folder) and everything under it.
         return api, PageTable(
             frozenset({*paths, dashboard.PREFIX}), (*api_docs.PREFIXES, dashboard.FOLDER)
         )
     return api, PageTable(frozenset(paths), api_docs.PREFIXES)
+
+
+def _add_metrics_route(app: FastAPI, token: str) -> None:
+    """``/metrics``: Prometheus' text format, behind a bearer token when one is set."""
+
+    @app.get(METRICS_PATH, include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        if not token_accepted(request.headers.get("authorization"), token):
+            return Response(
+                "a bearer token is required\n",
+                status_code=401,
+                media_type="text/plain",
+                headers={"www-authenticate": "Bearer"},
+            )
+        local.flush()  # this process's calls up to now (other workers' within a second)
+        # Off the loop: with several workers a scrape reads and adds up every worker's file.
+        payload, content_type = await asyncio.to_thread(exposition)
+        return Response(payload, media_type=content_type)
 
 
 def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOptions) -> None:

@@ -61,18 +61,20 @@ class StreamResponse:
         )
         self._stream.sent()
 
-    async def finish(self, error: GatewayError | None, options: JsonOptions) -> None:
+    async def finish(self, error: GatewayError | None, options: JsonOptions) -> int:
         """End the response: an error before anything was sent gets its own HTTP status;
-        otherwise the stream ends with a final error frame, or with nothing more."""
+        otherwise the stream ends with a final error frame, or with nothing more. Returns the
+        HTTP status the response went out with."""
         self.stop()
         if self._starting is None and error is not None:
             await http_io.send_error(
                 self._send, error, self._request_id, options.proto_names, self._context
             )
-            return
+            return error.http_status
         await self._started()
         tail = b"" if error is None else self._framing.error(error, options)
         await self._send({"type": "http.response.body", "body": tail, "more_body": False})
+        return 200
 
     def stop(self) -> None:
         """No headers are to go out on their own any more."""

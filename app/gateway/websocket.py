@@ -46,34 +46,44 @@ class WebSocketDispatcher:
             )
             return
         plan = streaming_plans[0]
+        observation = self.stages.options.telemetry.rpc(
+            "websocket", plan.method.full_name, True
+        ).begin(request_id, *http_io.trace_context(headers))
+        code = "INTERNAL"  # unless the call says otherwise
         try:
-            call = new_call(plan.method, headers, request_id, scope)
-            await admit(call, self.stages.options.authenticate)
-        except GatewayError as exc:
-            await self._refuse(scope, send, exc, request_id)
-            return
-        await send(
-            {
-                "type": "websocket.accept",
-                "subprotocol": subprotocol,
-                "headers": [(b"x-request-id", request_id.encode())],
-            }
-        )
-        worker = asyncio.ensure_future(self._call(call, plan, send, receive))
-        try:
-            await worker
-        except asyncio.CancelledError:
-            if not worker.cancelled():
-                raise
+            try:
+                call = new_call(plan.method, headers, request_id, scope, observation)
+                await admit(call, self.stages.options.authenticate)
+            except GatewayError as exc:
+                code = exc.code.name
+                await self._refuse(scope, send, exc, request_id)
+                return
+            await send(
+                {
+                    "type": "websocket.accept",
+                    "subprotocol": subprotocol,
+                    "headers": [(b"x-request-id", request_id.encode())],
+                }
+            )
+            worker = asyncio.ensure_future(self._call(call, plan, send, receive))
+            try:
+                code = await worker
+            except asyncio.CancelledError:
+                code = "CANCELLED"
+                if not worker.cancelled():
+                    raise
+        finally:
+            observation.end(code)
 
-    async def _call(self, call: Call, plan: BindingPlan, send: Send, receive: Receive) -> None:
+    async def _call(self, call: Call, plan: BindingPlan, send: Send, receive: Receive) -> str:
+        """Run the call; returns the name of the gRPC code it ended with."""
         context = call.context
         streams = self.stages.options.streams
         try:
             stream = streams.enter()
         except GatewayError as exc:
             await self._close_with(send, exc)
-            return
+            return exc.code.name
         pump = http_io.pump_cancelling_on_disconnect(receive, context)
         error: GatewayError | None = None
         try:
@@ -97,6 +107,7 @@ class WebSocketDispatcher:
             pump.stop()
             streams.leave(stream)
         await self._close_with(send, error)
+        return "OK" if error is None else error.code.name
 
     async def _close_with(self, send: Send, error: GatewayError | None) -> None:
         """The final ``{"error": Status}`` frame, if the call failed, and the close."""

@@ -24,6 +24,7 @@ import psycopg
 from sqlalchemy import Connection, Engine
 from sqlalchemy import exc as sa_exc
 
+from app.observe.metrics import SWITCH, WRITE_LOCK_SECONDS
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite, open_sqlite_connection
 from app.store.errors import StoreError, Unavailable, map_database_error
 
@@ -36,6 +37,9 @@ INLINE_TURN_SECONDS = 0.005
 _DRIVER_ERRORS = (sa_exc.DBAPIError, sa_exc.TimeoutError, sqlite3.Error, psycopg.Error)
 # Inline reads must never stall the event loop for long; on contention they go to the pool.
 _INLINE_BUSY_TIMEOUT = 0.05
+# Write-lock waits: this process's lock (one writer per process), then the database's.
+_PROCESS_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("process")
+_DATABASE_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("database")
 
 
 def advisory_lock_key(name: str, namespace: str) -> int:
@@ -94,10 +98,13 @@ class Database:
 
         Pair with :meth:`end_write` once the transaction has committed or rolled back.
         """
+        started = time.perf_counter()
         if self._file_lock is None:
             conn.exec_driver_sql(f"BEGIN; SELECT pg_advisory_xact_lock({self._write_key})")
+            _waited(_DATABASE_LOCK_WAIT, started)
             return
         self._file_lock.acquire()
+        _waited(_DATABASE_LOCK_WAIT, started)
         try:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         except BaseException:
@@ -125,7 +132,9 @@ class Database:
         """Run ``fn(connection, *args)`` in one write transaction on a worker thread."""
         self._check_open()
         loop = asyncio.get_running_loop()
+        started = time.perf_counter()
         async with self._write_lock:
+            _waited(_PROCESS_LOCK_WAIT, started)
             return await loop.run_in_executor(
                 self._executor, functools.partial(call_mapped, self._write_sync, fn, *args)
             )
@@ -147,7 +156,9 @@ class Database:
     async def transaction(self) -> AsyncIterator[TransactionRunner]:
         """A write transaction kept open across awaits; commits on success, else rolls back."""
         self._check_open()
+        started = time.perf_counter()
         async with self._write_lock:
+            _waited(_PROCESS_LOCK_WAIT, started)
             runner = TransactionRunner(self._executor, self.end_write, inline_steps=self.is_sqlite)
             try:
                 await runner.run_sync(self._checkout_and_begin, runner)
@@ -302,6 +313,11 @@ class WriterQueue:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def _waited(histogram: Any, started: float) -> None:
+    if SWITCH.recording:
+        histogram.observe(time.perf_counter() - started)
 
 
 def rollback_quietly(conn: Connection) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Protocol, Self, TypeVar
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import URL
 
+from app.observe.timing import instrument
 from app.store import accounts
 from app.store.database import Database, TransactionRunner, call_mapped
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
@@ -246,6 +247,12 @@ def compact_log(conn: Connection, cutoff: datetime) -> int:
     else:
         conn.execute(insert(_meta).values(name=COMPACTED_REVISION, value=newest_old))
     return int(newest_old)
+
+
+def _log_bounds(conn: Connection) -> tuple[int, int]:
+    """How many events the log keeps, and its newest revision."""
+    kept = conn.execute(select(func.count()).select_from(_log)).scalar()
+    return int(kept or 0), head_revision(conn)
 
 
 # --- the async API -------------------------------------------------------------------------
@@ -544,6 +551,16 @@ class ObjectStore:
                 return bool(reader.execute(_SQLITE_IS_REVOKED, (jti,)).fetchall())
         return await self.database.read(accounts.revocation_exists, jti)
 
+    async def event_log_size(self) -> tuple[int, int]:
+        """How many events the log keeps, and its newest revision."""
+        return await self.database.read(_log_bounds)
+
     async def purge_expired_revocations(self, *, now: datetime | None = None) -> int:
         """Forget revocations of tokens that have expired anyway; returns how many."""
         return await self.database.write(accounts.delete_expired_revocations, now or utc_now())
+
+
+# Every operation is timed (portico_store_operation_duration_seconds{operation}) and traced
+# inside a traced call; transaction steps as "transaction.<name>".
+instrument(ObjectStore, skip=frozenset({"close"}))
+instrument(Transaction, prefix="transaction.")

@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import time
 from collections import deque
 from collections.abc import AsyncGenerator, Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select
 
 from app import stream_position
+from app.observe.local import LocalHistogram
+from app.observe.metrics import SWITCH, WATCH_LAG_SECONDS
 from app.store.errors import OutOfRange, Unavailable
 from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoredObject, StoreMeta, core_table
 
@@ -31,6 +34,8 @@ REPLAY_BATCH = 500
 RECENT_EVENTS = 4096
 
 _log = core_table(EventLogEntry)
+# Observed for every event each watcher gets: a thousand subscribers make it a hot path.
+_WATCH_LAG = LocalHistogram(WATCH_LAG_SECONDS)
 _meta = core_table(StoreMeta)
 _objects = core_table(StoredObject)
 
@@ -271,6 +276,7 @@ async def follow_events(
             events, through = recent
             for event in events:
                 stream_position.mark(event.revision)
+                _delivered(event)
                 yield event
             after = max(after, through)
             await feed.wait_past(after)
@@ -285,7 +291,15 @@ async def follow_events(
         feed.advance(scanned)
         for event in events:
             stream_position.mark(event.revision)
+            _delivered(event)
             yield event
         after = max(after, scanned)
         if len(events) < REPLAY_BATCH:
             await feed.wait_past(after)
+
+
+def _delivered(event: Event) -> None:
+    """Watch lag: how long after its commit an event reaches a watcher."""
+    if SWITCH.recording:
+        at = event.at if event.at.tzinfo else event.at.replace(tzinfo=UTC)  # SQLite's are naive
+        _WATCH_LAG.observe(max(0.0, time.time() - at.timestamp()))

@@ -7,7 +7,8 @@ For each worker count it starts ``portico serve`` (SQLite in a temporary folder,
 account), logs in, and drives it on loopback with wrk (Debian's package) and two Python load
 generators: (a) an authenticated ``GET /api/v1/version`` (no store access), (b) an authenticated
 read of a stored cluster, (c) cluster creation, (d) the RPC of (a) over gRPC from a Python
-client, (e) a bare Starlette route returning the same bytes, served the same way. With one
+client, (e) a bare Starlette route returning the same bytes, served the same way; (a) and (b)
+also on a server started with ``PORTICO_METRICS=false``, for what metrics cost. With one
 worker the server is pinned to core 0 and the load generator to core 1. It also measures server
 start time, RSS per worker after warm-up, and SSE subscribers of ``ListenEvents``: time to first
 byte and the delay from a change (ten a second, each delivered to every subscriber) to each
@@ -164,7 +165,9 @@ class Server:
 
 
 @contextlib.contextmanager
-def portico(processes: Processes, workers: int, data_dir: Path) -> Iterator[Server]:
+def portico(
+    processes: Processes, workers: int, data_dir: Path, *, metrics: bool = True
+) -> Iterator[Server]:
     http_port, grpc_port = free_port(), free_port()
     env = {
         **os.environ,
@@ -173,6 +176,7 @@ def portico(processes: Processes, workers: int, data_dir: Path) -> Iterator[Serv
         "PORTICO_HTTP_PORT": str(http_port),
         "PORTICO_GRPC_PORT": str(grpc_port),
         "PORTICO_WORKERS": str(workers),
+        "PORTICO_METRICS": "true" if metrics else "false",
     }
     started = time.perf_counter()
     process = processes.start(
@@ -302,40 +306,55 @@ def _percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
 
 
+def read_cases(server: Server, seconds: int, load: str) -> dict[str, Any]:
+    """(a) and (b) against ``server``, after storing the cluster (b) reads and a warm-up."""
+    headers = {"authorization": f"Bearer {server.token}"}
+    cluster = dict(CLUSTER, name="bench-read", k8s_version=_k8s_version(server))
+    httpx.post(f"{server.http}/api/v1/cluster", json=cluster, headers=headers).raise_for_status()
+    wrk(f"{server.http}/api/v1/version", 1, server.token, load)  # warm-up
+    return {
+        "a_version": wrk(f"{server.http}/api/v1/version", seconds, server.token, load),
+        "b_read": wrk(f"{server.http}/api/v1/cluster?name=bench-read", seconds, server.token, load),
+    }
+
+
 def run_for_workers(
     processes: Processes, workers: int, seconds: int, sse_counts: list[int]
 ) -> dict[str, Any]:
     """Every measurement with ``workers`` server processes."""
     load = _load_cpus(workers)
+    # (a) and (b) once more on a server recording no metrics: what metrics cost the hot path.
+    with (
+        tempfile.TemporaryDirectory() as data,
+        portico(processes, workers, Path(data), metrics=False) as server,
+    ):
+        unmetered = read_cases(server, seconds, load)
     with tempfile.TemporaryDirectory() as data, portico(processes, workers, Path(data)) as server:
         headers = {"authorization": f"Bearer {server.token}"}
         version = httpx.get(f"{server.http}/api/v1/version", headers=headers)
         version.raise_for_status()
-        cluster = dict(CLUSTER, name="bench-read", k8s_version=_k8s_version(server))
-        httpx.post(
-            f"{server.http}/api/v1/cluster", json=cluster, headers=headers
-        ).raise_for_status()
-        wrk(f"{server.http}/api/v1/version", 1, server.token, load)  # warm-up
         results: dict[str, Any] = {"start_seconds": server.start_seconds}
-        results["a_version"] = wrk(f"{server.http}/api/v1/version", seconds, server.token, load)
-        results["b_read"] = wrk(
-            f"{server.http}/api/v1/cluster?name=bench-read", seconds, server.token, load
-        )
+        results.update(read_cases(server, seconds, load))
         results["d_grpc"] = grpc_load(processes, server, seconds, workers)
         results["rss_mib"] = rss_mib(server.process.pid)
         for count in sse_counts:
             results[f"sse_{count}"] = sse(processes, server, count, max(seconds, 6), workers)
         # Last: the clusters it creates keep the reconciler busy for the rest of the run.
-        template = json.dumps(dict(CLUSTER, name="c%d", k8s_version=cluster["k8s_version"]))
+        k8s_version = _k8s_version(server)
+        template = json.dumps(dict(CLUSTER, name="c%d", k8s_version=k8s_version))
         script = CREATE_LUA.replace("BODY_TEMPLATE", json.dumps(template))
         results["c_create"] = wrk(
             f"{server.http}/api/v1/cluster", seconds, server.token, load, script
         )
+    results["a_version_no_metrics"] = unmetered["a_version"]
+    results["b_read_no_metrics"] = unmetered["b_read"]
     # The yardstick runs alone, with Portico stopped, on the same cores.
     results["e_starlette"] = baseline(processes, workers, version.content, seconds)
     a, d, e = results["a_version"]["rps"], results["d_grpc"]["rps"], results["e_starlette"]["rps"]
     results["ratio_a_to_e"] = a / e
     results["ratio_a_to_d"] = a / d
+    results["metrics_kept_a"] = a / unmetered["a_version"]["rps"]
+    results["metrics_kept_b"] = results["b_read"]["rps"] / unmetered["b_read"]["rps"]
     results["targets"] = targets(results, workers)
     return results
 
@@ -357,6 +376,10 @@ def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
         "(a) >= 2 x (d)": run["ratio_a_to_d"] >= 2,
         "p99 of (a) and (b) < 10 ms": max(run["a_version"]["p99_ms"], run["b_read"]["p99_ms"]) < 10,
     }
+    if "metrics_kept_a" in run:
+        met["(a), (b) with metrics >= 0.9 x without"] = (
+            min(run["metrics_kept_a"], run["metrics_kept_b"]) >= 0.9
+        )
     if workers >= 2:
         met["(b) >= 10,000 req/s"] = run["b_read"]["rps"] >= 10_000
     if "sse_1000" in run:
@@ -376,9 +399,13 @@ def table(results: dict[str, Any]) -> str:
         "c_create": "(c) POST /api/v1/cluster",
         "d_grpc": "(d) gRPC GetVersionInformation",
         "e_starlette": "(e) bare Starlette route",
+        "a_version_no_metrics": "(a) with PORTICO_METRICS=false",
+        "b_read_no_metrics": "(b) with PORTICO_METRICS=false",
     }
     for workers, run in results["runs"].items():
         for key, name in names.items():
+            if key not in run:
+                continue  # a case added after the run
             r = run[key]
             failed = f" ({r['errors']} failed)" if r.get("errors") else ""
             lines.append(
@@ -391,6 +418,11 @@ def table(results: dict[str, Any]) -> str:
             lines.append(f"| {workers} | target {target} | {'met' if met else 'NOT MET'} |")
         lines.append(f"| {workers} | (a)/(e) | {run['ratio_a_to_e']:.2f} |")
         lines.append(f"| {workers} | (a)/(d) | {run['ratio_a_to_d']:.2f} |")
+        if "metrics_kept_a" in run:
+            lines.append(
+                f"| {workers} | with metrics / without | (a) {run['metrics_kept_a']:.2f}, "
+                f"(b) {run['metrics_kept_b']:.2f} |"
+            )
         lines.append(f"| {workers} | start time | {run['start_seconds']:.2f} s |")
         rss = ", ".join(f"{m:.0f}" for m in run["rss_mib"])
         lines.append(f"| {workers} | RSS per worker | {rss} MiB |")

@@ -1,0 +1,133 @@
+"""Every Prometheus metric Portico exports, defined once, with bounded label sets.
+
+No label ever holds user input: ``rpc`` is a full method name from the descriptors (or
+``unmatched`` for a path no RPC binds), ``code`` a gRPC status code name, ``http_status`` one of
+the few statuses the gateway answers with, ``operation`` an :class:`ObjectStore` method name,
+``reason`` and ``outcome`` come from fixed lists below.
+
+With several workers (``--workers N``) each process writes its numbers to files in
+``PROMETHEUS_MULTIPROC_DIR`` (set by the parent before the workers start), and a scrape of any
+worker adds them up: ``prometheus_client``'s multiprocess mode. Gauges say how they combine.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+class _Switch:
+    """Whether the store, the gate and the simulation record (``PORTICO_METRICS``)."""
+
+    recording = True
+
+
+SWITCH = _Switch()
+
+# Latency buckets from 250 µs (a cached small call) to 10 s (a slow write under contention).
+LATENCY_BUCKETS = (
+    0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+STORE_BUCKETS = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0, 5.0,
+)  # fmt: skip
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+# -- calls, on both transports ----------------------------------------------------------------
+
+REQUESTS = Counter(
+    "portico_requests_total",
+    "RPC calls that ended, by transport, RPC, gRPC code and HTTP status (empty for gRPC).",
+    ["transport", "rpc", "code", "http_status"],
+)
+REQUEST_SECONDS = Histogram(
+    "portico_request_duration_seconds",
+    "Time from a call's arrival to its last byte handed to the transport.",
+    ["transport", "rpc"],
+    buckets=LATENCY_BUCKETS,
+)
+OPEN_STREAMS = Gauge(
+    "portico_open_streams",
+    "Streaming calls open now.",
+    ["transport", "rpc"],
+    multiprocess_mode="livesum",
+)
+STREAM_MESSAGES = Counter(
+    "portico_stream_messages_sent_total",
+    "Messages sent on server-streaming calls.",
+    ["transport", "rpc"],
+)
+
+# -- the gate ---------------------------------------------------------------------------------
+
+LOGIN_OUTCOMES = ("success", "failure", "throttled")
+LOGINS = Counter("portico_logins_total", "Login attempts by outcome.", ["outcome"])
+LOCKOUTS = Counter("portico_login_lockouts_total", "Lockouts started by repeated failed logins.")
+TOKEN_REFUSAL_REASONS = (
+    "missing", "malformed", "expired", "invalid", "revoked", "account", "role_changed",
+    "permission_denied",
+)  # fmt: skip
+TOKEN_REFUSALS = Counter(
+    "portico_token_refusals_total", "Calls the gate refused, by reason.", ["reason"]
+)
+
+# -- the store --------------------------------------------------------------------------------
+
+STORE_SECONDS = Histogram(
+    "portico_store_operation_duration_seconds",
+    "Time of one store operation, by operation.",
+    ["operation"],
+    buckets=STORE_BUCKETS,
+)
+WRITE_LOCK_SECONDS = Histogram(
+    "portico_store_write_lock_wait_seconds",
+    "Time a write waited for the write lock: this process's, then the database's.",
+    ["lock"],
+    buckets=STORE_BUCKETS,
+)
+EVENT_LOG_HEAD = Gauge(
+    "portico_event_log_head_revision",
+    "The newest committed revision of the event log.",
+    multiprocess_mode="max",
+)
+EVENT_LOG_EVENTS = Gauge(
+    "portico_event_log_events",
+    "Events kept in the log (newest revision minus the revision compacted through).",
+    multiprocess_mode="max",
+)
+WATCH_LAG_SECONDS = Histogram(
+    "portico_watch_lag_seconds",
+    "Time from an event's commit to its delivery to a watcher.",
+    buckets=LAG_BUCKETS,
+)
+LEADER = Gauge(
+    "portico_leader",
+    "1 while this server runs the background work (one process of all replicas does).",
+    multiprocess_mode="livemax",
+)
+
+# -- the simulation ---------------------------------------------------------------------------
+
+SIM_STEP_LAG_SECONDS = Histogram(
+    "portico_sim_step_lag_seconds",
+    "How late simulation work woke after the step it waited for began.",
+    buckets=LAG_BUCKETS,
+)
+
+
+def exposition() -> tuple[bytes, str]:
+    """The current metrics in the text format, and its content type.
+
+    In multiprocess mode the files of every worker are read and added up on each scrape.
+    """
+    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY
+
+    if os.environ.get(MULTIPROCESS_ENV):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

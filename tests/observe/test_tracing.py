@@ -1,0 +1,134 @@
+"""Traces: one REST call and one gRPC call, continuing the caller's W3C trace, as span trees."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from app.gateway.registry import Registry
+from app.observe import tracing
+from tests.harness import run, running
+from tests.observe.probes import grpc_unary
+
+REGISTRY = Registry.from_package("gen")
+CLUSTERS = REGISTRY.method("/cnct.kaas.api.Cluster/GetClusterList")
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.install(provider)
+    try:
+        yield exporter
+    finally:
+        tracing.uninstall()
+        provider.shutdown()
+
+
+def _tree(finished: tuple[ReadableSpan, ...], trace_id: str) -> dict[str, ReadableSpan]:
+    """The spans of one trace by name (the first of each name)."""
+    found: dict[str, ReadableSpan] = {}
+    for span in finished:
+        assert span.context is not None
+        if format(span.context.trace_id, "032x") == trace_id:
+            found.setdefault(span.name, span)
+    return found
+
+
+def _parent_of(span: ReadableSpan) -> int | None:
+    return None if span.parent is None else span.parent.span_id
+
+
+def test_a_rest_call_is_one_trace_of_gateway_servicer_and_store_spans(tmp_path, spans):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            spans.clear()
+            reply = await server.http.get(
+                "/api/v1/cluster/list",
+                headers={"authorization": f"Bearer {token}", "traceparent": TRACEPARENT},
+            )
+            assert reply.status_code == 200
+
+    run(scenario())
+    tree = _tree(spans.get_finished_spans(), CALLER_TRACE)
+    rpc = CLUSTERS.full_name
+    gateway, servicer = tree[rpc], tree[f"{rpc} servicer"]
+    assert servicer.context is not None
+    store = [
+        span
+        for span in spans.get_finished_spans()
+        if span.name.startswith("store ") and _parent_of(span) == servicer.context.span_id
+    ]
+    assert gateway.kind is SpanKind.SERVER
+    assert _parent_of(gateway) == int(CALLER_SPAN, 16)  # the caller's span, from traceparent
+    assert gateway.attributes is not None
+    assert gateway.attributes["portico.transport"] == "rest"
+    assert gateway.attributes["rpc.grpc.status_code"] == "OK"
+    assert gateway.attributes["http.response.status_code"] == 200
+    assert gateway.context is not None
+    assert _parent_of(servicer) == gateway.context.span_id
+    # The servicer's reads are its children (the gate's token checks are the call's own).
+    assert [span.name for span in store] == ["store list"]
+
+
+def test_a_grpc_call_continues_the_traceparent_in_its_metadata(tmp_path, spans):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            spans.clear()
+            metadata = (("authorization", f"Bearer {token}"), ("traceparent", TRACEPARENT))
+            await grpc_unary(server.channel, CLUSTERS, metadata)
+
+    run(scenario())
+    tree = _tree(spans.get_finished_spans(), CALLER_TRACE)
+    rpc = CLUSTERS.full_name
+    server_span, servicer = tree[rpc], tree[f"{rpc} servicer"]
+    assert server_span.attributes is not None
+    assert server_span.attributes["portico.transport"] == "grpc"
+    assert _parent_of(server_span) == int(CALLER_SPAN, 16)
+    assert server_span.context is not None
+    assert _parent_of(servicer) == server_span.context.span_id
+    assert any(name.startswith("store ") for name in tree)
+
+
+def test_a_refused_call_is_an_error_span(tmp_path, spans):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            spans.clear()
+            reply = await server.http.get("/api/v1/cluster/list")
+            assert reply.status_code == 401
+
+    run(scenario())
+    (call,) = [s for s in spans.get_finished_spans() if s.name == CLUSTERS.full_name]
+    assert not call.status.is_ok
+    assert call.attributes is not None
+    assert call.attributes["rpc.grpc.status_code"] == "UNAUTHENTICATED"
+
+
+def test_exporting_is_off_unless_the_otel_variables_ask():
+    assert not tracing.exporting_configured({})
+    assert not tracing.exporting_configured({"OTEL_TRACES_EXPORTER": "none"})
+    assert tracing.exporting_configured({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"})
+    assert tracing.exporting_configured({"OTEL_TRACES_EXPORTER": "console"})
+    assert not tracing.exporting_configured(
+        {"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}
+    )
+    assert not tracing.configure_from_environment({})
+    assert tracing.tracer() is None
+
+
+def test_an_exporter_portico_lacks_stops_the_start_naming_the_variable():
+    with pytest.raises(ValueError, match="OTEL_TRACES_EXPORTER"):
+        tracing.configure_from_environment({"OTEL_TRACES_EXPORTER": "otlp,zipkin"})
+    assert tracing.tracer() is None

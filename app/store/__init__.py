@@ -16,6 +16,7 @@ from app.store.errors import (
     StoreError,
     Unavailable,
 )
+from app.store.idempotency import StoredOutcome
 from app.store.leader import LeaderElection
 from app.store.objects import ObjectStore, Reader, Record, Transaction, Writer
 from app.store.tables import SCHEMA_VERSION, Account, RevokedToken
@@ -37,6 +38,7 @@ __all__ = [
     "RevokedToken",
     "SchemaTooNew",
     "StoreError",
+    "StoredOutcome",
     "Transaction",
     "Unavailable",
     "Writer",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import functools
 import hashlib
@@ -40,6 +41,12 @@ _INLINE_BUSY_TIMEOUT = 0.05
 # Write-lock waits: this process's lock (one writer per process), then the database's.
 _PROCESS_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("process")
 _DATABASE_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("database")
+
+# The transaction every store call of this task joins, while :meth:`Database.ambient` runs one
+# (a call with an idempotency key: its writes and its recorded outcome commit together).
+_joined: contextvars.ContextVar[TransactionRunner | None] = contextvars.ContextVar(
+    "portico_store_joined", default=None
+)
 
 
 def advisory_lock_key(name: str, namespace: str) -> int:
@@ -116,9 +123,40 @@ class Database:
         if self._file_lock is not None:
             self._file_lock.release()
 
+    def joined(self) -> TransactionRunner | None:
+        """The ambient transaction this task's store calls join, if one is open."""
+        runner = _joined.get()
+        # A task the call spawned keeps the variable after the transaction ended: not joined.
+        return runner if runner is not None and runner.conn is not None else None
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once what was just written is committed: now, or when the ambient
+        transaction commits (never, if it rolls back)."""
+        runner = self.joined()
+        if runner is None:
+            callback()
+        else:
+            runner.committed.append(callback)
+
+    @contextlib.asynccontextmanager
+    async def ambient(self) -> AsyncIterator[TransactionRunner]:
+        """One write transaction that every read, write and transaction of this task (and of
+        tasks it starts meanwhile) joins until the block ends; commits on success."""
+        async with self.transaction() as runner:
+            token = _joined.set(runner)
+            try:
+                yield runner
+            finally:
+                _joined.reset(token)
+        for callback in runner.committed:
+            callback()
+
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` on a worker thread outside any explicit transaction."""
         self._check_open()
+        runner = self.joined()
+        if runner is not None:
+            return await runner.run(fn, *args)  # read what the ambient transaction wrote
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor, functools.partial(call_mapped, self._read_sync, fn, *args)
@@ -131,6 +169,9 @@ class Database:
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` in one write transaction on a worker thread."""
         self._check_open()
+        runner = self.joined()
+        if runner is not None:
+            return await runner.run(_in_savepoint, runner.savepoint_name(), fn, *args)
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         async with self._write_lock:
@@ -154,8 +195,15 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[TransactionRunner]:
-        """A write transaction kept open across awaits; commits on success, else rolls back."""
+        """A write transaction kept open across awaits; commits on success, else rolls back.
+
+        Inside an ambient transaction it is a savepoint of that one instead."""
         self._check_open()
+        joined = self.joined()
+        if joined is not None:
+            async with _savepoint(joined) as runner:
+                yield runner
+            return
         started = time.perf_counter()
         async with self._write_lock:
             _waited(_PROCESS_LOCK_WAIT, started)
@@ -218,6 +266,11 @@ class TransactionRunner:
         inline_steps: bool = False,
     ) -> None:
         self.conn: Connection | None = None
+        # What to run once the transaction commits (see Database.after_commit).
+        self.committed: list[Callable[[], None]] = []
+        self._savepoints = itertools.count(1)
+        # Steps of an ambient transaction may come from several tasks; one at a time.
+        self._step = asyncio.Lock()
         self._executor = executor
         self._end_write = end_write
         self._inline_steps = inline_steps
@@ -236,7 +289,12 @@ class TransactionRunner:
                 await asyncio.sleep(0)
                 self._turn_started = time.monotonic()
             return result
-        return await self.run_sync(self._with_conn, fn, *args)
+        async with self._step:
+            return await self.run_sync(self._with_conn, fn, *args)
+
+    def savepoint_name(self) -> str:
+        """A savepoint name not used before in this transaction."""
+        return f"portico_{next(self._savepoints)}"
 
     def _with_conn(self, fn: Callable[..., T], *args: Any) -> T:
         assert self.conn is not None, "transaction is not open"
@@ -318,6 +376,37 @@ class WriterQueue:
 def _waited(histogram: Any, started: float) -> None:
     if SWITCH.recording:
         histogram.observe(time.perf_counter() - started)
+
+
+def _in_savepoint(conn: Connection, name: str, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(conn, *args)`` undone alone if it fails, as a write of its own would be."""
+    conn.exec_driver_sql(f"SAVEPOINT {name}")
+    try:
+        result = fn(conn, *args)
+    except BaseException:
+        conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
+        raise
+    finally:
+        conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
+    return result
+
+
+@contextlib.asynccontextmanager
+async def _savepoint(runner: TransactionRunner) -> AsyncIterator[TransactionRunner]:
+    """A transaction nested in an ambient one: its writes are undone alone if the block fails."""
+    name = runner.savepoint_name()
+    await runner.run(_execute, f"SAVEPOINT {name}")
+    try:
+        yield runner
+    except BaseException:
+        await runner.run(_execute, f"ROLLBACK TO SAVEPOINT {name}")
+        raise
+    finally:
+        await runner.run(_execute, f"RELEASE SAVEPOINT {name}")
+
+
+def _execute(conn: Connection, sql: str) -> None:
+    conn.exec_driver_sql(sql)
 
 
 def rollback_quietly(conn: Connection) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from app.store import accounts
 from app.store.database import Database, TransactionRunner, call_mapped
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
 from app.store.errors import AlreadyExists, Conflict, NotFound
+from app.store.idempotency import IdempotencyRecords
 from app.store.login_attempts import LoginAttempts
 from app.store.schema import ensure_schema
 from app.store.tables import (
@@ -341,6 +343,7 @@ class ObjectStore:
         self.database = database
         self.compaction_age = compaction_age
         self.login_attempts = LoginAttempts(database)
+        self.idempotency = IdempotencyRecords(database)
         self._feed = RevisionFeed(database, call_mapped(self._head_sync), poll_interval)
 
     @classmethod
@@ -397,7 +400,7 @@ class ObjectStore:
     async def get(self, kind: str, key: str) -> Record | None:
         """The object ``(kind, key)``, or None."""
         reader = self.database.inline_reader
-        if reader is not None:
+        if reader is not None and self.database.joined() is None:
             try:
                 rows = reader.execute(_SQLITE_GET, (kind, key)).fetchall()
             except sqlite3.Error:
@@ -418,7 +421,7 @@ class ObjectStore:
     async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
         """Create an object; ``AlreadyExists`` if the key is taken."""
         record = await self.database.write(insert_record, kind, key, _as_bytes(data), utc_now())
-        self._feed.advance(record.revision, (_event(record, EventType.CREATED),))
+        self._advance(record, EventType.CREATED)
         return record
 
     async def update(
@@ -433,13 +436,13 @@ class ObjectStore:
             update_record, kind, key, _as_bytes(data), expected_revision, utc_now()
         )
         if changed:
-            self._feed.advance(record.revision, (_event(record, EventType.UPDATED),))
+            self._advance(record, EventType.UPDATED)
         return record
 
     async def delete(self, kind: str, key: str, expected_revision: int | None = None) -> Record:
         """Delete an object and return its last data at the deletion's revision."""
         record = await self.database.write(delete_record, kind, key, expected_revision, utc_now())
-        self._feed.advance(record.revision, (_event(record, EventType.DELETED),))
+        self._advance(record, EventType.DELETED)
         return record
 
     @contextlib.asynccontextmanager
@@ -448,7 +451,18 @@ class ObjectStore:
         async with self.database.transaction() as runner:
             tx = Transaction(runner)
             yield tx
-        self._feed.advance(tx.revision, tx.written)
+        self.database.after_commit(functools.partial(self._feed.advance, tx.revision, tx.written))
+
+    def _advance(self, record: Record, type_: EventType) -> None:
+        # Watchers learn of a write once it is committed (later, inside an ambient transaction).
+        event = _event(record, type_)
+        self.database.after_commit(functools.partial(self._feed.advance, record.revision, (event,)))
+
+    def atomically(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """One transaction that every store call of this task joins until the block ends
+        (transactions inside become savepoints): all of it commits, or none. It holds the write
+        lock throughout, so the block must not wait for another writer."""
+        return self.database.ambient()
 
     # event log
 
@@ -469,7 +483,8 @@ class ObjectStore:
     async def current_revision(self) -> int:
         """The newest committed revision; watching from it yields only later writes."""
         revision = await self.database.read(head_revision)
-        self._feed.advance(revision)
+        # Inside an ambient transaction the head may be uncommitted: tell watchers at commit.
+        self.database.after_commit(functools.partial(self._feed.advance, revision))
         return revision
 
     async def compact(self, *, now: datetime | None = None) -> int:
@@ -546,7 +561,7 @@ class ObjectStore:
     async def is_revoked(self, jti: str) -> bool:
         """Whether the token ``jti`` was revoked."""
         reader = self.database.inline_reader
-        if reader is not None:
+        if reader is not None and self.database.joined() is None:
             with contextlib.suppress(sqlite3.Error):
                 return bool(reader.execute(_SQLITE_IS_REVOKED, (jti,)).fetchall())
         return await self.database.read(accounts.revocation_exists, jti)

@@ -163,6 +163,26 @@ class LoginAttempt(SQLModel, table=True):
     last_failure: datetime = _timestamp(index=True)
 
 
+class IdempotencyRecord(SQLModel, table=True):
+    """The first outcome of a call made with an idempotency key, kept until ``expires_at`` so a
+    repeat gets it again. A new table, created on start like ``login_attempt``."""
+
+    __tablename__ = "idempotency_record"
+
+    # The account that made the call ("" for anonymous calls) and the key it chose.
+    caller: str = Field(sa_column=Column(String(64), primary_key=True))
+    key: str = Field(sa_column=Column(String(255), primary_key=True))
+    method: str = Field(sa_column=Column(String(255), nullable=False))
+    # SHA-256 of the method and the request's deterministic serialization: the same key with
+    # another request is refused.
+    request_hash: str = Field(sa_column=Column(String(64), nullable=False))
+    # 0 (OK) with the serialized reply, or an error code with its serialized google.rpc.Status.
+    code: int = Field(sa_column=Column(Integer, nullable=False))
+    outcome: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = _timestamp()
+    expires_at: datetime = _timestamp(index=True)
+
+
 STORE_TABLES = (
     Account,
     RevokedToken,
@@ -171,6 +191,7 @@ STORE_TABLES = (
     SchemaVersion,
     StoreMeta,
     LoginAttempt,
+    IdempotencyRecord,
 )
 COMPACTED_REVISION = "compacted_revision"
 

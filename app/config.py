@@ -27,6 +27,7 @@ from app.setting_rules import (
     file_or_empty,
     hostname,
     metrics_apart,
+    method_name_or_empty,
     one_of,
     origins,
     password_or_empty,
@@ -124,6 +125,11 @@ class Settings:
     sim_nodes: int = _rule(2, between(0, 1000))
     # An image no pod uses any more is removed from the nodes after this long.
     image_retention_seconds: float = _rule(3600.0, between(0.0, 31_536_000.0))
+    # How long the outcome of a call made with an idempotency key is kept for its repeats.
+    idempotency_retention_seconds: int = _rule(86_400, between(60, 30 * 86_400))
+    # Test only: the full name of a method after whose committed keyed call the process kills
+    # itself (SIGKILL) before replying. Empty (the default) injects no fault.
+    test_crash_after_commit: str = _rule("", method_name_or_empty)
     demo: bool = False
 
     def __post_init__(self) -> None:

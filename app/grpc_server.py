@@ -27,6 +27,7 @@ from grpc_status import rpc_status
 from app import limits
 from app.gateway.admission import refuse_every_call
 from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError
+from app.gateway.idempotency import Idempotency, keyed
 from app.gateway.message_checks import request_violations
 from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
 from app.gateway.options import Authenticate
@@ -34,6 +35,7 @@ from app.gateway.registry import Method, Registry
 from app.grpc_context import IdentifiedContext
 from app.observe.calls import Telemetry
 from app.observe.grpc_calls import observed, traced_servicer
+from app.grpc_idempotency import run_once
 from app.reflection import Reflection
 
 log = logging.getLogger("portico.grpc")
@@ -69,6 +71,7 @@ def create_server(
     strict: bool = True,
     streams: OpenStreams | None = None,
     telemetry: Telemetry | None = None,
+    idempotency: Idempotency | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port.
@@ -76,9 +79,12 @@ def create_server(
     ``shared_port`` lets other processes bind the same port (the workers of one server);
     ``credentials`` serve TLS instead of plaintext. RuntimeError if the port cannot be bound.
     ``strict`` refuses enum numbers an enum does not define (``PORTICO_UNKNOWN_FIELDS=reject``);
-    streaming calls register in ``streams``, which ends them with UNAVAILABLE on shutdown.
+    streaming calls register in ``streams``, which ends them with UNAVAILABLE on shutdown;
+    ``idempotency`` runs calls that carry an idempotency key at most once.
     """
-    admission = _Admission(authenticate, strict, OpenStreams() if streams is None else streams)
+    admission = _Admission(
+        authenticate, strict, OpenStreams() if streams is None else streams, idempotency
+    )
     server = grpc.aio.server(
         interceptors=tuple(interceptors), options=[("grpc.so_reuseport", int(shared_port))]
     )
@@ -132,10 +138,17 @@ class _Admission:
     request) parsing and the checks every request message passes on either transport (see
     :mod:`app.gateway.message_checks`); and, around a streaming call, its registration."""
 
-    def __init__(self, authenticate: Authenticate, strict: bool, streams: OpenStreams) -> None:
+    def __init__(
+        self,
+        authenticate: Authenticate,
+        strict: bool,
+        streams: OpenStreams,
+        idempotency: Idempotency | None = None,
+    ) -> None:
         self.authenticate = authenticate
         self.strict = strict
         self.streams = streams
+        self.idempotency = idempotency
 
     async def __call__(self, method: Method, request: Any, context: IdentifiedContext) -> Any:
         """The request for the servicer; raises GatewayError to refuse the call."""
@@ -231,7 +244,13 @@ def _guard_unary(
         context = IdentifiedContext(grpc_context, uuid.uuid4().hex)
         try:
             async with admit.open(method, context):
-                reply = await behaviour(await admit(method, request, context), context)
+                message = await admit(method, request, context)
+                once = admit.idempotency
+                key = None if once is None else keyed(method, context.invocation_metadata())
+                if once is None or key is None:
+                    reply = await behaviour(message, context)
+                else:
+                    reply = await run_once(once, method, key, message, behaviour, context)
                 await context.send_request_id()
                 return reply
         except Exception as exc:

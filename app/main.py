@@ -36,6 +36,7 @@ from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
+from app.idempotency import StoredIdempotency
 from app.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
 from app.observe import local, tracing
 from app.observe.calls import Telemetry, note_user
@@ -111,6 +112,8 @@ class Portico:
         self.gate = Gate(self.store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
         servicers, jobs = self._services(self.store, self.gate)
         self.servicers = servicers
+        idempotency = self._idempotency(self.store)
+        jobs.append(forget_expired_idempotency_keys(idempotency))
         self._background = asyncio.create_task(run_while_leader(self.store, jobs))
         telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
         if settings.metrics:
@@ -129,6 +132,7 @@ class Portico:
             streams=self.streams,
             cors_origins=settings.cors_origins,
             authenticate=self._authenticate,
+            idempotency=idempotency,
             openapi=portico_openapi(self.registry, json_options),
             telemetry=telemetry,
             # With a metrics port, /metrics is served there (by the serving process) instead.
@@ -148,6 +152,7 @@ class Portico:
                 strict=settings.unknown_fields == "reject",
                 streams=self.streams,
                 telemetry=telemetry,
+                idempotency=idempotency,
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None
@@ -197,6 +202,19 @@ class Portico:
         jobs.extend(edge.jobs)
         self._replica_work = [asyncio.create_task(_supervised(job)) for job in edge.replica_jobs]
         return servicers, jobs
+
+    def _idempotency(self, store: ObjectStore) -> StoredIdempotency:
+        """The one keeper of idempotency keys both transports call."""
+        crash_after = self.settings.test_crash_after_commit
+        if crash_after and not any(m.full_name == crash_after for m in self.registry):
+            raise ConfigurationError(
+                f"PORTICO_TEST_CRASH_AFTER_COMMIT: {crash_after!r} is not a served method"
+            )
+        return StoredIdempotency(
+            store,
+            timedelta(seconds=self.settings.idempotency_retention_seconds),
+            crash_after_commit=crash_after,
+        )
 
     async def store_reachable(self) -> bool:
         """Readiness: not shutting down, and the store answers a query."""
@@ -293,6 +311,21 @@ def purge_expired_revocations(store: ObjectStore, every_seconds: float = 600.0) 
             await asyncio.sleep(every_seconds)
 
     return purge
+
+
+def forget_expired_idempotency_keys(
+    idempotency: StoredIdempotency, every_seconds: float = 600.0
+) -> Job:
+    """A job that deletes idempotency records past their retention."""
+
+    async def forget() -> None:
+        while True:
+            removed = await idempotency.forget_expired()
+            if removed:
+                log.info("forgot %d expired idempotency key(s)", removed)
+            await asyncio.sleep(every_seconds)
+
+    return forget
 
 
 def compact_event_log(store: ObjectStore, every_seconds: float = 3600.0) -> Job:

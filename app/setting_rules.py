@@ -109,6 +109,15 @@ def hostname(variable: str, value: Any) -> None:
             refuse(variable, value, allowed)
 
 
+def method_name_or_empty(variable: str, value: Any) -> None:
+    """Empty, or a full RPC name (``package.Service.Method``); main checks that it is served."""
+    allowed = "empty or a full method name such as edgeproto.OperatorApi.CreateOperator"
+    if not isinstance(value, str):
+        refuse(variable, value, allowed)
+    if value and not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*){2,}", value):
+        refuse(variable, value, allowed)
+
+
 def password_or_empty(variable: str, value: Any) -> None:
     """Empty (generate one) or a password Login would accept."""
     if value and not _MIN_PASSWORD_BYTES <= len(value.encode()) <= _MAX_PASSWORD_BYTES:

@@ -62,7 +62,9 @@ def request_id(headers: Headers) -> str:
     return f"{_REQUEST_PREFIX}{next(_request_numbers):016x}"
 
 
-_PASSED_HEADERS = frozenset({b"authorization", b"x-forwarded-for", b"forwarded"})
+_PASSED_HEADERS = frozenset(
+    {b"authorization", b"x-forwarded-for", b"forwarded", b"idempotency-key"}
+)
 
 
 def trace_context(headers: Headers) -> tuple[str | None, str | None]:

@@ -31,6 +31,7 @@ from app.gateway.http_rules import (
     compile_binding,
     is_bound,
 )
+from app.gateway.idempotency import idempotency_parameter, is_mutating
 from app.gateway.registry import Method, Registry
 
 Schema = dict[str, Any]
@@ -133,6 +134,8 @@ def openapi_document(
         for plan, operation_id in _plans_with_ids(method, paths.operation_ids):
             path, parameters = paths.place(plan, schemas)
             parameters += _query_parameters(plan, schemas)
+            if is_mutating(method):
+                parameters.append(idempotency_parameter())
             operation = _operation(plan, operation_id, parameters, schemas, public_methods(method))
             paths.add(path, plan, operation)
     for service in registry.services:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app import limits
 from app.gateway.admission import refuse_every_call
@@ -13,6 +13,9 @@ from app.gateway.context import Metadata
 from app.gateway.open_streams import OpenStreams
 from app.gateway.registry import Method
 from app.observe.calls import Telemetry
+
+if TYPE_CHECKING:  # the idempotency module builds on the invoker, which reads these options
+    from app.gateway.idempotency import Idempotency
 
 # Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
 # Both transports call it (the gRPC server's interceptor and the HTTP flows), so it is one gate;
@@ -39,5 +42,7 @@ class GatewayOptions:
     # Serve Prometheus metrics at /metrics; a non-empty token is then required as a bearer token.
     metrics_endpoint: bool = False
     metrics_token: str = ""
+    # Runs calls that carry an idempotency key at most once (None: keys are not honoured).
+    idempotency: Idempotency | None = None
     # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
     openapi: Mapping[str, Any] | None = None

@@ -28,7 +28,8 @@ from app.gateway.admission import NO_AUTH
 from app.gateway.codec import dump_json
 from app.gateway.dispatch import RpcDispatcher
 from app.gateway.http_rules import build_route_table
-from app.gateway.invoker import ServicerInvoker
+from app.gateway.idempotency import IdempotentInvoker
+from app.gateway.invoker import Invoker, ServicerInvoker
 from app.gateway.openapi import openapi_document
 from app.gateway.options import GatewayOptions
 from app.gateway.registry import Registry
@@ -83,12 +84,10 @@ def create_app(
     binding."""
     options = options or GatewayOptions()
     pages, table = _pages(registry, options, ready)
-    stages = Stages(
-        build_route_table(registry),
-        Transcoder(options.json),
-        ServicerInvoker(registry, servicers),
-        options,
-    )
+    invoker: Invoker = ServicerInvoker(registry, servicers)
+    if options.idempotency is not None:
+        invoker = IdempotentInvoker(invoker, options.idempotency)
+    stages = Stages(build_route_table(registry), Transcoder(options.json), invoker, options)
     app: ASGIApp = GatewayApp(pages, table, RpcDispatcher(stages), WebSocketDispatcher(stages))
     if options.cors_origins:
         app = CORSMiddleware(

@@ -195,7 +195,24 @@ def test_star_body_with_path_fields_is_the_message_without_them(doc):
 def test_star_body_without_path_fields_references_the_message(doc):
     operation = doc["paths"]["/v1/things:echo"]["post"]
     assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
-    assert "parameters" not in operation
+    # Nothing in the path or query: the only parameter is the idempotency key's header.
+    assert [(p["name"], p["in"]) for p in operation["parameters"]] == [
+        ("Idempotency-Key", "header")
+    ]
+
+
+def test_mutating_operations_and_only_they_take_an_idempotency_key(doc):
+    keyed = {
+        operation["operationId"]
+        for operation in _operations(doc)
+        if "Idempotency-Key" in _params(operation, "header")
+    }
+    assert "Shelf_EchoThing" in keyed  # unary, POST
+    viewed = doc["paths"]["/v1/{name}:view"]["get"]
+    assert "Idempotency-Key" not in _params(viewed, "header")  # a GET binding
+    for operation in _operations(doc):
+        if operation["operationId"] in keyed:
+            assert "(unary)" in operation["description"]
 
 
 def test_response_body_answers_that_field(doc):

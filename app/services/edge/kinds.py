@@ -81,6 +81,21 @@ def key_string(key: Message) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def is_whole_key(key: Message) -> bool:
+    """Whether every field of ``key`` (nested keys field by field) is set: then the only object
+    a filter on it can match is the one stored under its key string, so one point read finds it.
+    A key with a field left empty matches every value there and needs a scan."""
+    for field in key.DESCRIPTOR.fields:
+        if field.is_repeated:
+            return False
+        if field.message_type is not None:
+            if not key.HasField(field.name) or not is_whole_key(getattr(key, field.name)):
+                return False
+        elif getattr(key, field.name) == field.default_value:
+            return False
+    return True
+
+
 def is_empty(message: Message) -> bool:
     """Whether no field of ``message`` is set (an absent key or reference)."""
     return not message.ListFields()

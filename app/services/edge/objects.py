@@ -214,9 +214,15 @@ class EdgeObjects:
 
     async def show(self, kind: k.EdgeType, request: Message) -> list[Any]:
         """Every stored object matching the request's non-empty fields, in key order."""
+        key = kind.key_of(request)
+        if k.is_whole_key(key):  # a primary-key read instead of a scan of the kind
+            found = await self.store.get(kind.kind, k.key_string(key))
+            records = [] if found is None else [found]
+        else:
+            records = await self.store.list(kind.kind)
         return [
             obj
-            for obj in (kind.parse(r.data) for r in await self.store.list(kind.kind))
+            for obj in (kind.parse(r.data) for r in records)
             if matches(obj, request, skip=frozenset({k.FIELDS_FIELD}))
         ]
 

@@ -127,3 +127,14 @@ def start_server(
             start_new_session=True,  # its own process group: kill() reaches every worker
         )
     return Server(process, data_dir, http_port, grpc_port, scheme, log_path, settings)
+
+
+def login(server: Server) -> str:
+    """A token for the bootstrap admin of a server started by :func:`start_server`."""
+    reply = httpx.post(
+        f"{server.base_url}/v1/auth:login",
+        json={"username": "admin", "password": ADMIN_PASSWORD},
+        timeout=10,
+    )
+    assert reply.status_code == 200, reply.text
+    return str(reply.json()["token"])

@@ -9,8 +9,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.harness import ADMIN_PASSWORD
-from tests.reliability.server import Server, start_server
+from tests.reliability.server import login, start_server
 
 CREATE = "edgeproto.OperatorApi.CreateOperator"
 
@@ -25,7 +24,7 @@ def test_a_retry_after_a_crash_between_commit_and_reply_gets_the_committed_resul
     )
     try:
         crashing.wait_ready()
-        headers = {"authorization": f"Bearer {_login(crashing)}", "idempotency-key": "acme-1"}
+        headers = {"authorization": f"Bearer {login(crashing)}", "idempotency-key": "acme-1"}
         with pytest.raises(httpx.TransportError):  # no reply: the client cannot tell
             httpx.post(f"{crashing.base_url}/create/operator", json=body, headers=headers)
         assert crashing.process.wait(timeout=20) == -9  # SIGKILL, as the fault says
@@ -35,7 +34,7 @@ def test_a_retry_after_a_crash_between_commit_and_reply_gets_the_committed_resul
     restarted = start_server(tmp_path / "data", env=env)
     try:
         restarted.wait_ready()
-        token = _login(restarted)
+        token = login(restarted)
         retry = httpx.post(
             f"{restarted.base_url}/create/operator",
             json=body,
@@ -61,13 +60,3 @@ def test_a_retry_after_a_crash_between_commit_and_reply_gets_the_committed_resul
         assert shown.text.count('"Acme"') == 1
     finally:
         assert restarted.stop() == 0
-
-
-def _login(server: Server) -> str:
-    reply = httpx.post(
-        f"{server.base_url}/v1/auth:login",
-        json={"username": "admin", "password": ADMIN_PASSWORD},
-        timeout=10,
-    )
-    assert reply.status_code == 200, reply.text
-    return str(reply.json()["token"])

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.harness import ADMIN_PASSWORD
-from tests.reliability.server import Server, start_server, wait_for
+from tests.reliability.server import Server, login, start_server, wait_for
 
 WRITERS = 4
 ACKNOWLEDGED_BEFORE_KILL = 20
@@ -24,7 +23,7 @@ def test_acknowledged_creates_survive_a_sigkill(tmp_path: Path, store_url: str):
     acknowledged: list[str] = []
     try:
         server.wait_ready()
-        token = _login(server)
+        token = login(server)
         lock = threading.Lock()
 
         def write(writer: int) -> None:
@@ -60,7 +59,7 @@ def test_acknowledged_creates_survive_a_sigkill(tmp_path: Path, store_url: str):
     restarted = start_server(tmp_path / "data", env=env)
     try:
         restarted.wait_ready()
-        stored = _operators(restarted, _login(restarted))
+        stored = _operators(restarted, login(restarted))
     finally:
         assert restarted.stop() == 0
     missing = sorted(set(acknowledged) - stored)
@@ -68,16 +67,6 @@ def test_acknowledged_creates_survive_a_sigkill(tmp_path: Path, store_url: str):
     if store_url.startswith("sqlite"):
         with contextlib.closing(sqlite3.connect(store_url.removeprefix("sqlite:///"))) as db:
             assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-
-
-def _login(server: Server) -> str:
-    reply = httpx.post(
-        f"{server.base_url}/v1/auth:login",
-        json={"username": "admin", "password": ADMIN_PASSWORD},
-        timeout=10,
-    )
-    assert reply.status_code == 200, reply.text
-    return str(reply.json()["token"])
 
 
 def _operators(server: Server, token: str) -> set[str]:

@@ -33,9 +33,9 @@ from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 from app.grpc_context import IdentifiedContext
+from app.grpc_idempotency import run_once
 from app.observe.calls import Telemetry
 from app.observe.grpc_calls import observed, traced_servicer
-from app.grpc_idempotency import run_once
 from app.reflection import Reflection
 
 log = logging.getLogger("portico.grpc")

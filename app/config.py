@@ -31,6 +31,7 @@ from app.setting_rules import (
     one_of,
     origins,
     password_or_empty,
+    path_prefix,
     power_of_two,
     secret_or_empty,
     subnet,
@@ -103,6 +104,8 @@ class Settings:
         limits.DEFAULT_SHUTDOWN_GRACE_SECONDS, between(0.001, 86_400.0)
     )
     cors_origins: tuple[str, ...] = _rule((), origins)
+    # Connect and gRPC-Web answer /package.Service/Method and also this prefix + that path.
+    rpc_prefix: str = _rule("/api", path_prefix)
     # Peers whose X-Forwarded-For / Forwarded headers name the real client (none by default).
     trusted_proxies: tuple[str, ...] = _rule((), cidr_list)
     # TLS for both transports: a PEM certificate chain and its key; both or neither.

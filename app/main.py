@@ -131,6 +131,7 @@ class Portico:
             body_timeout_seconds=settings.body_timeout_seconds,
             streams=self.streams,
             cors_origins=settings.cors_origins,
+            rpc_prefix=settings.rpc_prefix,
             authenticate=self._authenticate,
             idempotency=idempotency,
             openapi=portico_openapi(self.registry, json_options),

@@ -157,6 +157,12 @@ def origins(variable: str, value: Any) -> None:
             refuse(variable, origin, "comma-separated origins like https://dash.example, or *")
 
 
+def path_prefix(variable: str, value: Any) -> None:
+    """Empty, or an absolute URL path without a trailing slash, like ``/api``."""
+    if value and not re.match(r"^(/[A-Za-z0-9._~-]+)+$", value):
+        refuse(variable, value, "empty, or a path like /api or /rpc/v1 (no trailing slash)")
+
+
 def cidr_list(variable: str, value: Any) -> None:
     """Comma-separated addresses or CIDR networks."""
     for item in value:

@@ -35,6 +35,8 @@ class GatewayOptions:
     # is handed the same registry, so one shutdown ends the streams of both transports.
     streams: OpenStreams = field(default_factory=OpenStreams)
     cors_origins: tuple[str, ...] = ()
+    # Connect and gRPC-Web answer /package.Service/Method and this prefix + that path.
+    rpc_prefix: str = "/api"
     # Refuses every call unless given: pass admission.NO_AUTH to admit everyone on purpose.
     authenticate: Authenticate = refuse_every_call
     # What each call records (metrics, spans, request log lines); all off by default.

@@ -6,8 +6,9 @@ built with them, so a request is routed by one set lookup; FastAPI's per-request
 (middleware stack, route scan, dependency handling) costs more than a whole small RPC, so RPCs
 never pass through it.
 
-A protocol adapter (Connect, gRPC-Web) would be one more dispatcher built here over the same
-:class:`~app.gateway.stages.Stages`: route table, transcoder, gate and invoker.
+The protocol adapters (Connect, gRPC-Web) are flows built here over the same
+:class:`~app.gateway.stages.Stages` (route table, transcoder, gate and invoker); a
+:class:`~app.gateway.protocols.ProtocolSwitch` sends each RPC request to its protocol's flow.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from app.gateway.idempotency import IdempotentInvoker
 from app.gateway.invoker import Invoker, ServicerInvoker
 from app.gateway.openapi import openapi_document
 from app.gateway.options import GatewayOptions
+from app.gateway.protocols import ProtocolSwitch
 from app.gateway.registry import Registry
 from app.gateway.stages import Stages
 from app.gateway.transcoding import Transcoder
@@ -42,6 +44,16 @@ from app.observe.metrics import exposition
 
 HEALTH_PATHS = ("/healthz", "/readyz")
 OPENAPI_PATHS = ("/openapi.json",)
+# What browser clients of the RPC protocols must be able to read from a cross-origin answer.
+EXPOSED_HEADERS = (
+    "x-request-id",
+    "grpc-status",
+    "grpc-message",
+    "grpc-status-details-bin",
+    "grpc-accept-encoding",
+    "connect-accept-encoding",
+    "content-encoding",
+)
 
 
 @dataclass(frozen=True)
@@ -88,14 +100,15 @@ def create_app(
     if options.idempotency is not None:
         invoker = IdempotentInvoker(invoker, options.idempotency)
     stages = Stages(build_route_table(registry), Transcoder(options.json), invoker, options)
-    app: ASGIApp = GatewayApp(pages, table, RpcDispatcher(stages), WebSocketDispatcher(stages))
+    http = ProtocolSwitch(stages, RpcDispatcher(stages), options.rpc_prefix)
+    app: ASGIApp = GatewayApp(pages, table, http, WebSocketDispatcher(stages))
     if options.cors_origins:
         app = CORSMiddleware(
             app,
             allow_origins=list(options.cors_origins),
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["x-request-id"],
+            expose_headers=list(EXPOSED_HEADERS),
         )
     return app
 

@@ -1,0 +1,147 @@
+"""The flow of an RPC whose messages travel in envelopes: Connect streams and gRPC-Web.
+
+Both protocols read request envelopes, answer ``200`` at once with reply envelopes and end with
+a frame that carries the status: only the frames differ, so each protocol hands this flow an
+:class:`EnvelopeWire` and the flow runs gate → invoker exactly as the REST flow does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import grpc
+from google.protobuf.message import Message
+from starlette.types import Receive, Send
+
+from app.gateway import http_io
+from app.gateway.context import GatewayContext
+from app.gateway.envelopes import COMPRESSED, gunzip, read_envelopes
+from app.gateway.errors import BadRequest, GatewayError
+from app.gateway.http_rules import BindingPlan
+from app.gateway.invoker import Call, Request, admit, loop_time, unexpected_failure
+from app.gateway.stages import Stages
+from app.gateway.wire_codecs import WireCodec
+
+
+class EnvelopeWire(Protocol):
+    """One protocol's frames for one call."""
+
+    content_type: bytes
+    codec: WireCodec
+    # The request's compression for flagged envelopes ("" or "identity": none may be flagged).
+    request_encoding: str
+
+    def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
+        """The body as envelope bytes (gRPC-Web text decodes base64 here)."""
+        ...
+
+    def headers(self, context: GatewayContext) -> tuple[tuple[str, str], ...]:
+        """Response headers beyond content type and request id."""
+        ...
+
+    def message(self, payload: bytes) -> bytes:
+        """One reply envelope, as sent."""
+        ...
+
+    def end(self, error: GatewayError | None, context: GatewayContext) -> bytes:
+        """The final frame: the status and trailing metadata, as sent."""
+        ...
+
+
+async def serve_enveloped(
+    stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
+) -> None:
+    """Run the call; a disconnect cancels it (and this flow) without an answer."""
+    worker = asyncio.ensure_future(_run(stages, plan, call, wire, receive, send))
+    try:
+        await worker
+    except asyncio.CancelledError:
+        if not worker.cancelled():
+            raise  # we were cancelled ourselves, not by a disconnect
+
+
+async def _run(
+    stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
+) -> None:
+    context = call.context
+    pump = http_io.pump_cancelling_on_disconnect(receive, context)
+    method = call.method
+    started = False
+
+    async def start() -> None:
+        nonlocal started
+        started = True
+        context.headers_sent = True
+        extra = wire.headers(context)
+        await http_io.start(send, 200, wire.content_type, call.request_id, None, extra)
+
+    error: GatewayError | None = None
+    try:
+        await admit(call, stages.options.authenticate)
+        limit = stages.options.max_body_bytes
+        messages = _messages(wire, pump.payloads(), plan, limit)
+        request: Request
+        if method.client_streaming:
+            context.read_from(messages)
+            request = messages
+        else:
+            request = await _only_message(messages)
+        if not method.server_streaming:
+            reply = await stages.invoker.unary(call, request)
+            await start()
+            body = wire.message(wire.codec.encode(plan, reply))
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        else:
+            replies = stages.invoker.stream(call, request)
+            deadline = None if context.deadline is None else loop_time(context.deadline)
+            async with asyncio.timeout_at(deadline):
+                async for reply in replies:
+                    if not started:
+                        await start()
+                    body = wire.message(wire.codec.encode(plan, reply))
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+            error = context.status_error()
+    except GatewayError as exc:
+        error = exc
+    except TimeoutError:
+        context.cancel()
+        error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+    except Exception as exc:
+        error = unexpected_failure(call, exc)
+    finally:
+        context.finish()
+        pump.stop()
+    if not started:
+        await start()
+    await send({"type": "http.response.body", "body": wire.end(error, context)})
+
+
+async def _messages(
+    wire: EnvelopeWire, chunks: AsyncIterator[bytes | str], plan: BindingPlan, limit: int
+) -> AsyncIterator[Message]:
+    """Request messages from the body's envelopes, decoded as they arrive."""
+    number = 0
+    async for flags, payload in read_envelopes(wire.request_chunks(chunks), limit):
+        number += 1
+        if flags & ~COMPRESSED:
+            raise BadRequest(f"request envelope {number} has unknown flags {flags:#04x}")
+        if flags & COMPRESSED:
+            if wire.request_encoding != "gzip":
+                raise BadRequest(
+                    f"request envelope {number} is compressed, but the request names "
+                    f"no compression it may use ({wire.request_encoding or 'none'})"
+                )
+            payload = gunzip(payload, limit)
+        yield wire.codec.decode(payload, plan.method, f"request message {number}")
+
+
+async def _only_message(messages: AsyncIterator[Message]) -> Message:
+    """The one request of a call that takes one: none or a second is an error."""
+    first = await anext(messages, None)
+    if first is None:
+        raise BadRequest("the request has no message; this method takes exactly one")
+    if await anext(messages, None) is not None:
+        raise BadRequest("the request has more than one message; this method takes one")
+    return first

@@ -26,7 +26,7 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from ..resources.stats import stats_pb2 as resources_dot_stats_dot_stats__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11stats/stats.proto\x12\x05stats\x1a\x1cgoogle/api/annotations.proto\x1a\x1bresources/stats/stats.proto\"\x18\n\x16GetClusterNodesRequest\"C\n\x17GetClusterNodesResponse\x12(\n\x05nodes\x18\x01 \x03(\x0b\x32\x19.resources.stats.NodeInfo\"\x18\n\x16GetClusterRadarRequest\"G\n\x17GetClusterRadarResponse\x12,\n\x05radar\x18\x01 \x01(\x0b\x32\x1d.resources.stats.ClusterRadar\"\x1c\n\x1aGetClusterResourcesRequest\"\x83\x01\n\x1bGetClusterResourcesResponse\x12\x30\n\tresources\x18\x01 \x03(\x0b\x32\x1d.resources.stats.ResourceInfo\x12\x32\n\x0b\x64\x65ployments\x18\x02 \x03(\x0b\x32\x1d.resources.stats.ResourceInfo\"\x18\n\x16GetClusterStatsRequest\"G\n\x17GetClusterStatsResponse\x12,\n\x05stats\x18\x01 \x01(\x0b\x32\x1d.resources.stats.ClusterStats\"\x17\n\x15GetKoorClusterRequest\"L\n\x16GetKoorClusterResponse\x12\x32\n\x0ckoor_cluster\x18\x01 \x01(\x0b\x32\x1c.resources.stats.KoorCluster2\xbb\x04\n\x0cStatsService\x12k\n\x0fGetClusterStats\x12\x1d.stats.GetClusterStatsRequest\x1a\x1e.stats.GetClusterStatsResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/stats/cluster\x12y\n\x13GetClusterResources\x12!.stats.GetClusterResourcesRequest\x1a\".stats.GetClusterResourcesResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/v1/stats/resources\x12i\n\x0fGetClusterNodes\x12\x1d.stats.GetClusterNodesRequest\x1a\x1e.stats.GetClusterNodesResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/stats/nodes\x12i\n\x0fGetClusterRadar\x12\x1d.stats.GetClusterRadarRequest\x1a\x1e.stats.GetClusterRadarResponse\"\x17\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/stats/radar\x12m\n\x0eGetKoorCluster\x12\x1c.stats.GetKoorClusterRequest\x1a\x1d.stats.GetKoorClusterResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/stats/koor-clusterb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11stats/stats.proto\x12\x05stats\x1a\x1cgoogle/api/annotations.proto\x1a\x1bresources/stats/stats.proto\"\x18\n\x16GetClusterNodesRequest\"C\n\x17GetClusterNodesResponse\x12(\n\x05nodes\x18\x01 \x03(\x0b\x32\x19.resources.stats.NodeInfo\"\x18\n\x16GetClusterRadarRequest\"G\n\x17GetClusterRadarResponse\x12,\n\x05radar\x18\x01 \x01(\x0b\x32\x1d.resources.stats.ClusterRadar\"\x1c\n\x1aGetClusterResourcesRequest\"\x83\x01\n\x1bGetClusterResourcesResponse\x12\x30\n\tresources\x18\x01 \x03(\x0b\x32\x1d.resources.stats.ResourceInfo\x12\x32\n\x0b\x64\x65ployments\x18\x02 \x03(\x0b\x32\x1d.resources.stats.ResourceInfo\"\x18\n\x16GetClusterStatsRequest\"G\n\x17GetClusterStatsResponse\x12,\n\x05stats\x18\x01 \x01(\x0b\x32\x1d.resources.stats.ClusterStats\"\x17\n\x15GetKoorClusterRequest\"L\n\x16GetKoorClusterResponse\x12\x32\n\x0ckoor_cluster\x18\x01 \x01(\x0b\x32\x1c.resources.stats.KoorCluster2\xca\x04\n\x0cStatsService\x12n\n\x0fGetClusterStats\x12\x1d.stats.GetClusterStatsRequest\x1a\x1e.stats.GetClusterStatsResponse\"\x1c\x90\x02\x01\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/stats/cluster\x12|\n\x13GetClusterResources\x12!.stats.GetClusterResourcesRequest\x1a\".stats.GetClusterResourcesResponse\"\x1e\x90\x02\x01\x82\xd3\xe4\x93\x02\x15\x12\x13/v1/stats/resources\x12l\n\x0fGetClusterNodes\x12\x1d.stats.GetClusterNodesRequest\x1a\x1e.stats.GetClusterNodesResponse\"\x1a\x90\x02\x01\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/stats/nodes\x12l\n\x0fGetClusterRadar\x12\x1d.stats.GetClusterRadarRequest\x1a\x1e.stats.GetClusterRadarResponse\"\x1a\x90\x02\x01\x82\xd3\xe4\x93\x02\x11\x12\x0f/v1/stats/radar\x12p\n\x0eGetKoorCluster\x12\x1c.stats.GetKoorClusterRequest\x1a\x1d.stats.GetKoorClusterResponse\"!\x90\x02\x01\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/stats/koor-clusterb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,15 +34,15 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'stats.stats_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_STATSSERVICE'].methods_by_name['GetClusterStats']._loaded_options = None
-  _globals['_STATSSERVICE'].methods_by_name['GetClusterStats']._serialized_options = b'\202\323\344\223\002\023\022\021/v1/stats/cluster'
+  _globals['_STATSSERVICE'].methods_by_name['GetClusterStats']._serialized_options = b'\220\002\001\202\323\344\223\002\023\022\021/v1/stats/cluster'
   _globals['_STATSSERVICE'].methods_by_name['GetClusterResources']._loaded_options = None
-  _globals['_STATSSERVICE'].methods_by_name['GetClusterResources']._serialized_options = b'\202\323\344\223\002\025\022\023/v1/stats/resources'
+  _globals['_STATSSERVICE'].methods_by_name['GetClusterResources']._serialized_options = b'\220\002\001\202\323\344\223\002\025\022\023/v1/stats/resources'
   _globals['_STATSSERVICE'].methods_by_name['GetClusterNodes']._loaded_options = None
-  _globals['_STATSSERVICE'].methods_by_name['GetClusterNodes']._serialized_options = b'\202\323\344\223\002\021\022\017/v1/stats/nodes'
+  _globals['_STATSSERVICE'].methods_by_name['GetClusterNodes']._serialized_options = b'\220\002\001\202\323\344\223\002\021\022\017/v1/stats/nodes'
   _globals['_STATSSERVICE'].methods_by_name['GetClusterRadar']._loaded_options = None
-  _globals['_STATSSERVICE'].methods_by_name['GetClusterRadar']._serialized_options = b'\202\323\344\223\002\021\022\017/v1/stats/radar'
+  _globals['_STATSSERVICE'].methods_by_name['GetClusterRadar']._serialized_options = b'\220\002\001\202\323\344\223\002\021\022\017/v1/stats/radar'
   _globals['_STATSSERVICE'].methods_by_name['GetKoorCluster']._loaded_options = None
-  _globals['_STATSSERVICE'].methods_by_name['GetKoorCluster']._serialized_options = b'\202\323\344\223\002\030\022\026/v1/stats/koor-cluster'
+  _globals['_STATSSERVICE'].methods_by_name['GetKoorCluster']._serialized_options = b'\220\002\001\202\323\344\223\002\030\022\026/v1/stats/koor-cluster'
   _globals['_GETCLUSTERNODESREQUEST']._serialized_start=87
   _globals['_GETCLUSTERNODESREQUEST']._serialized_end=111
   _globals['_GETCLUSTERNODESRESPONSE']._serialized_start=113
@@ -64,5 +64,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETKOORCLUSTERRESPONSE']._serialized_start=569
   _globals['_GETKOORCLUSTERRESPONSE']._serialized_end=645
   _globals['_STATSSERVICE']._serialized_start=648
-  _globals['_STATSSERVICE']._serialized_end=1219
+  _globals['_STATSSERVICE']._serialized_end=1234
 # @@protoc_insertion_point(module_scope)

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
 import json
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 from google.rpc import error_details_pb2
 
 from app.gateway.admission import NO_AUTH
 from app.gateway.connect import CODE_NAMES
 from app.gateway.errors import GatewayError
-from app.gateway.routes import GatewayOptions
+from app.gateway.routes import GatewayOptions, create_app
+from tests.harness import uvicorn_serving
 
-from .conftest import run, serving
-from .shelf import pb
+from .conftest import run, serving, shelf_registry
+from .shelf import SERVICE, ShelfServicer, pb
 from .wire import frame, frames
 
 JSON = {"content-type": "application/json"}
@@ -271,3 +274,29 @@ def test_unknown_stream_codec_is_415() -> None:
         "/api/portico.test.v1.Shelf/ListThings", b"", {"content-type": "application/connect+xml"}
     )
     assert reply.status_code == 415 and reply.json()["code"] == "invalid_argument"
+
+
+def test_stream_deadline_from_connect_timeout_ms() -> None:
+    request = frame(pb.ListThingsRequest(parent="p", count=100, delay_ms=20).SerializeToString())
+    headers = {**STREAM_PROTO, "connect-timeout-ms": "150"}
+    _, found = stream("ListThings", request, headers)
+    assert 0 < len(found) - 1 < 100
+    assert json.loads(found[-1][1])["error"]["code"] == "deadline_exceeded"
+
+
+def test_client_going_away_cancels_the_stream() -> None:
+    servicer = ShelfServicer()
+
+    async def check() -> None:
+        options = GatewayOptions(authenticate=NO_AUTH)
+        app = create_app(shelf_registry(), {SERVICE: servicer}, options)
+        async with uvicorn_serving(app) as address, httpx.AsyncClient() as client:
+            url = f"http://{address}/api/portico.test.v1.Shelf/ListThings"
+            body = frame(pb.ListThingsRequest(count=1000, delay_ms=50).SerializeToString())
+            async with client.stream("POST", url, content=body, headers=STREAM_PROTO) as response:
+                first = await asyncio.wait_for(anext(response.aiter_bytes()), 2)
+                assert frames(first)[0][0] == 0
+            await asyncio.wait_for(servicer.stream_cancelled.wait(), 5)
+            assert not servicer.stream_done
+
+    run(check())

@@ -1,6 +1,7 @@
 // Talking to Portico: the OpenAPI document, unary calls and server streams, all through the
 // canonical route `POST /{package}.{Service}/{Method}` (its body is always the whole request
-// message, so one code path serves every method whatever its HTTP binding).
+// message, so one code path serves every method whatever its HTTP binding). With `?protocol=connect`
+// in the page's address, unary calls speak Connect under /api instead (streams stay REST).
 import { token } from './session.js';
 import { record } from './history.js';
 
@@ -16,6 +17,10 @@ export function canonicalPath(rpc) {
   const dot = rpc.lastIndexOf('.');
   return `/${rpc.slice(0, dot)}/${rpc.slice(dot + 1)}`;
 }
+
+// 'connect' or 'rest', for this page load.
+export const PROTOCOL = new URLSearchParams(location.search).get('protocol') === 'connect' ? 'connect' : 'rest';
+const CONNECT_PREFIX = '/api';
 
 export function authHeaders(headers) {
   const bearer = token();
@@ -107,18 +112,54 @@ export function codeName(code) {
   return CODES[Number(code) || 0] || `code ${code}`;
 }
 
+// A Connect error ({"code": "not_found", ...}) as the Status the rest of the page knows.
+function connectStatus(error) {
+  if (!error || typeof error !== 'object' || typeof error.code !== 'string') return error;
+  const code = CODES.indexOf(error.code === 'canceled' ? 'CANCELLED' : error.code.toUpperCase());
+  return { code: code < 0 ? 2 : code, message: error.message || '', details: error.details || [] };
+}
+
+// Connect names fields as protojson does (lowerCamelCase); the views read the names of the
+// OpenAPI document (the server's REST names), so a reply is renamed by its schema.
+const jsonName = (name) => name.replace(/_(.)/g, (_, next) => next.toUpperCase());
+
+function renamed(value, schema, depth = 0) {
+  schema = resolve(schema);
+  if (value === null || typeof value !== 'object' || depth > 64) return value;
+  if (Array.isArray(value)) return value.map((item) => renamed(item, schema.items, depth + 1));
+  const properties = schema.properties || {};
+  const names = new Map(Object.keys(properties).map((name) => [jsonName(name), name]));
+  const values = typeof schema.additionalProperties === 'object' ? schema.additionalProperties : {};
+  const out = {};
+  for (const [key, item] of Object.entries(value)) {
+    const name = names.get(key) || key;
+    out[name] = renamed(item, properties[name] || values, depth + 1);
+  }
+  return out;
+}
+
+function replySchema(rpc) {
+  const method = api.methods.get(rpc);
+  const ok = method && (mainOperation(method).responses || {})['200'];
+  return (((ok && ok.content) || {})['application/json'] || {}).schema || {};
+}
+
 // A unary call; resolves to the reply, rejects with a CallError. Calls a user made (remember)
 // join the history; a view's own refreshes do not.
 export async function call(rpc, body = {}, { signal, remember = false } = {}) {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const started = performance.now();
-  const response = await fetch(canonicalPath(rpc), {
+  const connect = PROTOCOL === 'connect';
+  const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+  if (connect) headers['Connect-Protocol-Version'] = '1';
+  const response = await fetch((connect ? CONNECT_PREFIX : '') + canonicalPath(rpc), {
     method: 'POST',
-    headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
+    headers: authHeaders(headers),
     body: text,
     signal,
   });
-  const reply = await readJson(response);
+  let reply = await readJson(response);
+  if (connect) reply = response.ok ? renamed(reply, replySchema(rpc)) : connectStatus(reply);
   if (remember) record(rpc, text, response.status, Math.round(performance.now() - started));
   if (response.status === 401) api.onUnauthenticated(reply);
   if (!response.ok) throw new CallError(reply, response.status);

@@ -29,6 +29,7 @@ from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call
 from app.gateway.stages import Stages
 from app.gateway.wire_codecs import PROTO, JsonCodec, WireCodec
+from app.observe.calls import Observation
 
 # Connect's code names are gRPC's in snake case, but for its American "canceled".
 CODE_NAMES: dict[grpc.StatusCode, str] = {
@@ -84,11 +85,27 @@ class ConnectFlow:
     async def __call__(self, plan: BindingPlan, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
         request_id = http_io.request_id(headers)
+        observation = begin_observation(self.stages, "connect", plan, request_id)
+        try:
+            await self._serve(plan, scope, headers, request_id, observation, receive, send)
+        finally:
+            observation.end("OK")  # the call's own status is not yet told to telemetry
+
+    async def _serve(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        request_id: str,
+        observation: Observation,
+        receive: Receive,
+        send: Send,
+    ) -> None:
         if plan.method.kind == "unary":
-            await self._unary(plan, scope, headers, request_id, receive, send)
+            await self._unary(plan, scope, headers, request_id, observation, receive, send)
             return
         try:
-            call = new_call(plan.method, headers, request_id, scope)
+            call = new_call(plan.method, headers, request_id, scope, observation)
             _check_version(headers.get(b"connect-protocol-version", b"1").decode("latin-1"))
             wire = ConnectStreamWire(self._stream_codec(headers), headers)
             _apply_timeout(call.context, headers)
@@ -115,12 +132,13 @@ class ConnectFlow:
         scope: Scope,
         headers: http_io.Headers,
         request_id: str,
+        observation: Observation,
         receive: Receive,
         send: Send,
     ) -> None:
         context: GatewayContext | None = None
         try:
-            call = new_call(plan.method, headers, request_id, scope)
+            call = new_call(plan.method, headers, request_id, scope, observation)
             context = call.context
             get = scope["method"] == "GET"
             query = _query(scope) if get else {}
@@ -159,7 +177,8 @@ class ConnectFlow:
             raise unsupported_media_type(mime, "application/json or application/proto")
         encoding = headers.get(b"content-encoding", b"identity").decode("latin-1")
         _check_encoding(encoding, "content-encoding")
-        body = await http_io.read_body(receive, headers, limit)
+        timeout = self.stages.options.body_timeout_seconds
+        body = await http_io.read_body(receive, headers, limit, timeout)
         return codec, gunzip(body, limit) if encoding == "gzip" else body
 
     def _get_request(
@@ -236,6 +255,16 @@ async def _send_error(
         extra += metadata_headers(context.trailing_metadata_sent, "trailer-")
     await http_io.send_whole(
         send, error.http_status, b"application/json", payload, request_id, None, extra
+    )
+
+
+def begin_observation(
+    stages: Stages, protocol: str, plan: BindingPlan, request_id: str
+) -> Observation:
+    """The call's telemetry, begun as the REST flow begins its own."""
+    streaming = plan.method.kind != "unary"
+    return stages.options.telemetry.rpc(protocol, plan.method.full_name, streaming).begin(
+        request_id
     )
 
 

@@ -20,7 +20,7 @@ from app.gateway.context import GatewayContext
 from app.gateway.envelopes import COMPRESSED, gunzip, read_envelopes
 from app.gateway.errors import BadRequest, GatewayError
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, Request, admit, loop_time, unexpected_failure
+from app.gateway.invoker import Call, Request, admit, loop_time, stream_failure
 from app.gateway.stages import Stages
 from app.gateway.wire_codecs import WireCodec
 
@@ -54,21 +54,23 @@ async def serve_enveloped(
     stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
 ) -> None:
     """Run the call; a disconnect cancels it (and this flow) without an answer."""
-    worker = asyncio.ensure_future(_run(stages, plan, call, wire, receive, send))
-    try:
-        await worker
-    except asyncio.CancelledError:
-        if not worker.cancelled():
-            raise  # we were cancelled ourselves, not by a disconnect
+    await http_io.run_call(_run(stages, plan, call, wire, receive, send))
 
 
 async def _run(
     stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
 ) -> None:
     context = call.context
+    streams = stages.options.streams
+    started = False
+    try:
+        stream = streams.enter()  # counted, so a graceful shutdown ends it
+    except GatewayError as exc:
+        await http_io.start(send, 200, wire.content_type, call.request_id, None)
+        await send({"type": "http.response.body", "body": wire.end(exc, context)})
+        return
     pump = http_io.pump_cancelling_on_disconnect(receive, context)
     method = call.method
-    started = False
 
     async def start() -> None:
         nonlocal started
@@ -108,11 +110,12 @@ async def _run(
     except TimeoutError:
         context.cancel()
         error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
-    except Exception as exc:
-        error = unexpected_failure(call, exc)
+    except (Exception, asyncio.CancelledError) as exc:
+        error = stream_failure(call, streams, exc)
     finally:
         context.finish()
         pump.stop()
+        streams.leave(stream)
     if not started:
         await start()
     await send({"type": "http.response.body", "body": wire.end(error, context)})

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
-from app.gateway.connect import metadata_headers
+from app.gateway.connect import begin_observation, metadata_headers
 from app.gateway.context import GatewayContext
 from app.gateway.enveloped import serve_enveloped
 from app.gateway.envelopes import base64_chunks, envelope
@@ -49,6 +49,7 @@ class GrpcWebFlow:
         mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode()
         text = mime.startswith(_TEXT)
         wire = GrpcWebWire(mime, PROTO, text, headers)
+        observation = begin_observation(self.stages, "grpc-web", plan, request_id)
         try:
             wire.codec = self._codec(mime)
             if wire.request_encoding not in _ENCODINGS:
@@ -56,13 +57,17 @@ class GrpcWebFlow:
                     f"grpc-encoding {wire.request_encoding!r} is not supported; use gzip",
                     [("grpc-encoding", "gzip or identity")],
                 )
-            call = new_call(plan.method, headers, request_id, scope)
+            call = new_call(plan.method, headers, request_id, scope, observation)
         except GatewayError as exc:
             await http_io.start(send, 200, wire.content_type, request_id, None)
             body = wire.end(exc, None)
             await send({"type": "http.response.body", "body": body})
+            observation.end(exc.code.name)
             return
-        await serve_enveloped(self.stages, plan, call, wire, receive, send)
+        try:
+            await serve_enveloped(self.stages, plan, call, wire, receive, send)
+        finally:
+            observation.end("OK")  # the call's own status is not yet told to telemetry
 
     def _codec(self, mime: str) -> WireCodec:
         subtype = mime.removeprefix(_TEXT if mime.startswith(_TEXT) else CONTENT_TYPE_PREFIX)

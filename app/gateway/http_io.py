@@ -12,6 +12,8 @@ import binascii
 import itertools
 import os
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 import grpc
 from starlette.types import Receive, Scope, Send
@@ -170,6 +172,18 @@ def pump_cancelling_on_disconnect(
     pump = streaming.InboundPump(receive, on_disconnect)
     pump.start()
     return pump
+
+
+async def run_call(work: Coroutine[Any, Any, None]) -> None:
+    """Run a streaming call's flow as its own task, which a client going away cancels (see
+    :func:`pump_cancelling_on_disconnect`): then the flow just ends; our own cancellation
+    still propagates."""
+    worker = asyncio.ensure_future(work)
+    try:
+        await worker
+    except asyncio.CancelledError:
+        if not worker.cancelled():
+            raise  # we were cancelled ourselves, not by a disconnect
 
 
 def _response_headers(

@@ -35,6 +35,7 @@ def _started_anyway(settings: object) -> None:
         ("PORTICO_ADMIN_PASSWORD", "abc", "6-70 bytes"),
         ("PORTICO_JWT_SECRET", "short", "at least 32 bytes"),
         ("PORTICO_DEMO", "perhaps", "true or false"),
+        ("PORTICO_RPC_PREFIX", "api/", "a path like /api"),
     ],
 )
 def test_a_bad_setting_stops_serve_with_one_line(monkeypatch, variable, value, allowed):

@@ -42,6 +42,8 @@ COMPRESS_MIN_BYTES = 1024
 _ENCODINGS = ("gzip", "identity")
 _ACCEPT_ENCODING = "gzip"
 _NO_SIDE_EFFECTS = MethodOptions.IdempotencyLevel.NO_SIDE_EFFECTS
+_UNARY_TYPES = {"proto": b"application/proto", "json": b"application/json"}
+_UNARY_CODECS = {value: name for name, value in _UNARY_TYPES.items()}
 
 
 def error_dict(error: GatewayError) -> dict[str, object]:
@@ -144,8 +146,8 @@ class ConnectFlow:
             query = _query(scope) if get else {}
             if get:
                 _check_version(query.get("connect", "v1").removeprefix("v"))
-            else:
-                _check_version(headers.get(b"connect-protocol-version", b"1").decode("latin-1"))
+            elif (version := headers.get(b"connect-protocol-version", b"1")) != b"1":
+                _check_version(version.decode("latin-1"))
             _apply_timeout(context, headers)
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
             await admit(call, self.stages.options.authenticate)
@@ -160,26 +162,30 @@ class ConnectFlow:
             await _send_error(send, exc, request_id, context)
             return
         payload = codec.encode(plan, reply)
-        extra = metadata_headers(context.initial_metadata)
-        extra += metadata_headers(context.trailing_metadata_sent, "trailer-")
+        extra = _reply_metadata(context)
         if len(payload) >= COMPRESS_MIN_BYTES and _accepts_gzip(headers):
             payload = gzip_bytes(payload)
             extra += (("content-encoding", "gzip"),)
-        content_type = b"application/" + codec.name.encode()
+        content_type = _UNARY_TYPES[codec.name]
         await http_io.send_whole(send, 200, content_type, payload, request_id, None, extra)
 
     async def _post_request(
         self, headers: http_io.Headers, receive: Receive, limit: int
     ) -> tuple[WireCodec, bytes]:
-        mime = _mime(headers)
-        codec = self.codec_for(mime.removeprefix("application/"))
-        if codec is None or not mime.startswith("application/"):
-            raise unsupported_media_type(mime, "application/json or application/proto")
-        encoding = headers.get(b"content-encoding", b"identity").decode("latin-1")
-        _check_encoding(encoding, "content-encoding")
+        name = _UNARY_CODECS.get(headers.get(b"content-type", b""))
+        if name is None:  # parameters (charset), capitals, or another type
+            mime = _mime(headers)
+            name = mime.removeprefix("application/") if mime.startswith("application/") else ""
+        codec = self.codec_for(name)
+        if codec is None:
+            raise unsupported_media_type(_mime(headers), "application/json or application/proto")
         timeout = self.stages.options.body_timeout_seconds
         body = await http_io.read_body(receive, headers, limit, timeout)
-        return codec, gunzip(body, limit) if encoding == "gzip" else body
+        encoding = headers.get(b"content-encoding")
+        if encoding is None:
+            return codec, body
+        _check_encoding(encoding.decode("latin-1"), "content-encoding")
+        return codec, gunzip(body, limit) if encoding == b"gzip" else body
 
     def _get_request(
         self, plan: BindingPlan, query: dict[str, str], limit: int
@@ -251,8 +257,7 @@ async def _send_error(
     payload = json.dumps(error_dict(error), separators=(",", ":")).encode()
     extra = error.headers
     if context is not None:
-        extra += metadata_headers(context.initial_metadata)
-        extra += metadata_headers(context.trailing_metadata_sent, "trailer-")
+        extra += _reply_metadata(context)
     await http_io.send_whole(
         send, error.http_status, b"application/json", payload, request_id, None, extra
     )
@@ -265,6 +270,15 @@ def begin_observation(
     streaming = plan.method.kind != "unary"
     return stages.options.telemetry.rpc(protocol, plan.method.full_name, streaming).begin(
         request_id
+    )
+
+
+def _reply_metadata(context: GatewayContext) -> tuple[tuple[str, str], ...]:
+    """A unary reply's metadata: initial as headers, trailing as ``trailer-`` headers."""
+    if not (context.initial_metadata or context.trailing_metadata_sent):
+        return ()
+    return metadata_headers(context.initial_metadata) + metadata_headers(
+        context.trailing_metadata_sent, "trailer-"
     )
 
 

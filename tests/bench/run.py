@@ -8,7 +8,8 @@ account), logs in, and drives it on loopback with wrk (Debian's package) and two
 generators: (a) an authenticated ``GET /api/v1/version`` (no store access), (b) an authenticated
 read of a stored cluster, (c) cluster creation, (d) the RPC of (a) over gRPC from a Python
 client, (e) a bare Starlette route returning the same bytes, served the same way; (a) and (b)
-also on a server started with ``PORTICO_METRICS=false``, for what metrics cost. With one
+also on a server started with ``PORTICO_METRICS=false``, for what metrics cost; (f) and (g) the
+RPC of (a) over Connect unary with JSON and with binary protobuf. With one
 worker the server is pinned to core 0 and the load generator to core 1. It also measures server
 start time, RSS per worker after warm-up, and SSE subscribers of ``ListenEvents``: time to first
 byte and the delay from a change (ten a second, each delivered to every subscriber) to each
@@ -58,6 +59,20 @@ request = function()
   return wrk.format("POST", "/api/v1/cluster", nil, string.format(BODY_TEMPLATE, counter))
 end
 """
+
+# Connect unary: a POST of the whole request message (empty here) in the codec's content type.
+CONNECT_LUA = """
+wrk.method = "POST"
+wrk.body = BODY
+wrk.headers["Content-Type"] = CONTENT_TYPE
+"""
+CONNECT_PATH = "/api/cnct.kaas.api.Cluster/GetVersionInformation"
+
+
+def connect_script(content_type: str, body: str) -> str:
+    return CONNECT_LUA.replace("CONTENT_TYPE", json.dumps(content_type)).replace(
+        "BODY", json.dumps(body)
+    )
 
 
 def free_port() -> int:
@@ -335,6 +350,13 @@ def run_for_workers(
         version.raise_for_status()
         results: dict[str, Any] = {"start_seconds": server.start_seconds}
         results.update(read_cases(server, seconds, load))
+        connect = f"{server.http}{CONNECT_PATH}"
+        for key, content_type, body in (
+            ("f_connect_json", "application/json", "{}"),
+            ("g_connect_proto", "application/proto", ""),
+        ):
+            script = connect_script(content_type, body)
+            results[key] = wrk(connect, seconds, server.token, load, script)
         results["d_grpc"] = grpc_load(processes, server, seconds, workers)
         results["rss_mib"] = rss_mib(server.process.pid)
         for count in sse_counts:
@@ -375,6 +397,8 @@ def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
         "(a) >= 0.8 x (e)": run["ratio_a_to_e"] >= 0.8,
         "(a) >= 2 x (d)": run["ratio_a_to_d"] >= 2,
         "p99 of (a) and (b) < 10 ms": max(run["a_version"]["p99_ms"], run["b_read"]["p99_ms"]) < 10,
+        "(g) Connect binary >= (a) REST JSON": run["g_connect_proto"]["rps"]
+        >= run["a_version"]["rps"],
     }
     if "metrics_kept_a" in run:
         met["(a), (b) with metrics >= 0.9 x without"] = (
@@ -401,6 +425,8 @@ def table(results: dict[str, Any]) -> str:
         "e_starlette": "(e) bare Starlette route",
         "a_version_no_metrics": "(a) with PORTICO_METRICS=false",
         "b_read_no_metrics": "(b) with PORTICO_METRICS=false",
+        "f_connect_json": "(f) Connect unary JSON, RPC of (a)",
+        "g_connect_proto": "(g) Connect unary binary, RPC of (a)",
     }
     for workers, run in results["runs"].items():
         for key, name in names.items():

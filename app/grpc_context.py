@@ -10,7 +10,9 @@ before an abort, or before a unary reply.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 import grpc
@@ -18,20 +20,38 @@ import grpc
 REQUEST_ID = "x-request-id"
 MAX_REQUEST_ID = 128  # longer ids from a caller are replaced, as over REST
 
+# A gRPC call runs in a task of its own, so every layer around its servicer (the request log,
+# the context below) that asks within the call gets the one id generated for it.
+_GENERATED_ID: ContextVar[str] = ContextVar("portico_grpc_generated_request_id", default="")
+
+
+def generated_request_id() -> str:
+    """The id this call gets when its caller sent none (made once per call's task)."""
+    known = _GENERATED_ID.get()
+    if not known:
+        known = uuid.uuid4().hex
+        _GENERATED_ID.set(known)
+    return known
+
+
+def caller_request_id(metadata: Sequence[tuple[str, str | bytes]]) -> str:
+    """The caller's ``x-request-id`` if it is one Portico keeps, else this call's generated id."""
+    given = [v for k, v in metadata if k == REQUEST_ID and isinstance(v, str)]
+    if given and len(given[0]) <= MAX_REQUEST_ID:
+        return given[0]
+    return generated_request_id()
+
 
 class IdentifiedContext:
     """Delegates everything to grpc's context; adds ``x-request-id`` to the initial metadata."""
 
-    def __init__(self, context: grpc.aio.ServicerContext, new_id: str) -> None:
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
         self._context = context
         metadata = tuple(context.invocation_metadata() or ())
-        given = [v for k, v in metadata if k == REQUEST_ID and isinstance(v, str)]
-        if given and len(given[0]) <= MAX_REQUEST_ID:
-            self.request_id = given[0]
-        else:
-            self.request_id = new_id
+        self.request_id = caller_request_id(metadata)
+        if (REQUEST_ID, self.request_id) not in metadata:
             others = tuple((k, v) for k, v in metadata if k != REQUEST_ID)
-            metadata = (*others, (REQUEST_ID, new_id))
+            metadata = (*others, (REQUEST_ID, self.request_id))
         self._metadata = metadata
         self._sent = False
 

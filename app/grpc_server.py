@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -241,7 +240,7 @@ def _guard_unary(
     method: Method, behaviour: Callable[..., Any], admit: _Admission
 ) -> Callable[..., Any]:
     async def guarded(request: Any, grpc_context: grpc.aio.ServicerContext) -> Any:
-        context = IdentifiedContext(grpc_context, uuid.uuid4().hex)
+        context = IdentifiedContext(grpc_context)
         try:
             async with admit.open(method, context):
                 message = await admit(method, request, context)
@@ -268,7 +267,7 @@ def _guard_stream(
         return _guard_unary(method, behaviour, admit)
 
     async def guarded(request: Any, grpc_context: grpc.aio.ServicerContext) -> Any:
-        context = IdentifiedContext(grpc_context, uuid.uuid4().hex)
+        context = IdentifiedContext(grpc_context)
         try:
             async with admit.open(method, context) as stream:
                 replies = behaviour(await admit(method, request, context), context)

@@ -14,6 +14,7 @@ from typing import Any
 
 import grpc
 
+from app.grpc_context import caller_request_id
 from app.observe.calls import Observation, RpcTelemetry, Telemetry
 from app.observe.tracing import tracer
 
@@ -70,13 +71,13 @@ def traced_servicer(full_name: str, behaviour: Callable[..., Any]) -> Callable[.
 def _begin(rpc: RpcTelemetry, context: grpc.aio.ServicerContext) -> Observation:
     if tracer() is None and not rpc.log_requests:
         return rpc.begin()
-    request_id, parent, state = "", None, None
-    for key, value in context.invocation_metadata() or ():
+    metadata = tuple(context.invocation_metadata() or ())
+    # The id the reply carries: the caller's, or the one generated for this call.
+    request_id, parent, state = caller_request_id(metadata), None, None
+    for key, value in metadata:
         if not isinstance(value, str):
             continue
-        if key == "x-request-id":
-            request_id = value[:128]
-        elif key == "traceparent":
+        if key == "traceparent":
             parent = value
         elif key == "tracestate":
             state = value

@@ -86,3 +86,30 @@ def test_credentials_that_reach_a_log_line_are_masked(line):
     assert "[redacted]" in masked
     for secret in ("abc.def.ghi", "abcdef", "hunter2", "c2lnbmF0dXJl"):
         assert secret not in masked
+
+
+def test_a_grpc_call_without_a_request_id_logs_the_id_its_reply_carries(tmp_path, caplog):
+    # The id is generated once per call: the request log line and the reply's initial metadata
+    # name the same one, so a caller can find its call in the log.
+    caplog.set_level(logging.INFO)
+
+    async def scenario() -> str:
+        async with running(tmp_path, request_log=True) as server:
+            token = await server.login()
+            call = server.channel.unary_unary(
+                VERSION.grpc_path,
+                request_serializer=VERSION.input_type.SerializeToString,
+                response_deserializer=VERSION.output_type.FromString,
+            )(VERSION.input_type(), metadata=(("authorization", f"Bearer {token}"),))
+            await call
+            sent = dict(await call.initial_metadata())
+            return str(sent["x-request-id"])
+
+    request_id = run(scenario())
+    lines = [
+        json.loads(JsonFormatter().format(r))
+        for r in caplog.records
+        if r.name == "portico.requests"
+    ]
+    grpc_lines = [line for line in lines if line["transport"] == "grpc"]
+    assert [line["request_id"] for line in grpc_lines] == [request_id]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 
-import grpc
 from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
@@ -22,7 +21,7 @@ from app.gateway.invoker import (
     admit,
     loop_time,
     new_call,
-    stream_failure,
+    stream_ending,
 )
 from app.gateway.stages import Stages
 from app.gateway.stream_response import StreamResponse
@@ -180,13 +179,8 @@ class RpcDispatcher:
                     rendered = self.stages.transcoder.reply_json(match.plan, reply, streamed=True)
                     await response.frame(rendered, stream_position.last_event())
             error = context.status_error()
-        except GatewayError as exc:
-            error = exc
-        except TimeoutError:
-            context.cancel()
-            error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
         except (Exception, asyncio.CancelledError) as exc:
-            error = stream_failure(call, streams, exc)
+            error = stream_ending(call, streams, exc)
         finally:
             context.finish()
             pump.stop()

@@ -11,7 +11,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-import grpc
 from google.protobuf.message import Message
 from starlette.types import Receive, Send
 
@@ -20,7 +19,7 @@ from app.gateway.context import GatewayContext
 from app.gateway.envelopes import COMPRESSED, gunzip, read_envelopes
 from app.gateway.errors import BadRequest, GatewayError
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, Request, admit, loop_time, stream_failure
+from app.gateway.invoker import Call, Request, admit, loop_time, stream_ending
 from app.gateway.stages import Stages
 from app.gateway.wire_codecs import WireCodec
 
@@ -105,13 +104,8 @@ async def _run(
                     body = wire.message(wire.codec.encode(plan, reply))
                     await send({"type": "http.response.body", "body": body, "more_body": True})
             error = context.status_error()
-    except GatewayError as exc:
-        error = exc
-    except TimeoutError:
-        context.cancel()
-        error = GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
     except (Exception, asyncio.CancelledError) as exc:
-        error = stream_failure(call, streams, exc)
+        error = stream_ending(call, streams, exc)
     finally:
         context.finish()
         pump.stop()

@@ -170,6 +170,17 @@ def stream_failure(call: Call, streams: OpenStreams, exc: BaseException) -> Gate
     return unexpected_failure(call, exc)
 
 
+def stream_ending(call: Call, streams: OpenStreams, exc: BaseException) -> GatewayError:
+    """The status a streaming flow ends with when ``exc`` left its loop of replies: a refusal
+    as it is, the call's deadline as DEADLINE_EXCEEDED, anything else as :func:`stream_failure`."""
+    if isinstance(exc, GatewayError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        call.context.cancel()
+        return GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+    return stream_failure(call, streams, exc)
+
+
 def loop_time(deadline: float) -> float:
     # Deadlines are time.monotonic() values; the loop clock may differ.
     return asyncio.get_running_loop().time() + (deadline - time.monotonic())

@@ -29,7 +29,7 @@ def prepared_node() -> str:
         require("Node.js and npm", "install Debian's nodejs and npm")
     assert node is not None and npm is not None
     if not (NODE_DIR / "node_modules" / ".package-lock.json").exists():
-        _run([npm, "ci", "--no-audit", "--no-fund"])
+        _run([npm, "install", "--no-audit", "--no-fund"])
     # Generating takes seconds: only again when its inputs changed since the last time.
     inputs = [ROOT / "gen" / "portico.binpb"]
     inputs += [NODE_DIR / "buf.gen.yaml", NODE_DIR / "package-lock.json"]

@@ -48,8 +48,10 @@ _ELLIPSIS = "…"
 # -- streams and connections --------------------------------------------------------------------
 
 DEFAULT_HEARTBEAT_SECONDS = 15.0
-# An NDJSON stream's headers go out with its first reply, or after this long without one.
-STREAM_HEADERS_WAIT_SECONDS = 0.5
+# An NDJSON stream's headers go out with its first reply, or after this long without one: long
+# enough that a servicer refusing a request (a store read under load) still gets its own HTTP
+# status, short enough that a quiet watch soon shows it is connected.
+STREAM_HEADERS_WAIT_SECONDS = 2.0
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 10.0
 DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0

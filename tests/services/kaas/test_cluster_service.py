@@ -737,7 +737,7 @@ def test_every_error_path_answers_its_status_code(tmp_path, transport):
             assert (await api.call("POST", "/api/v1/cluster", json=_json(ok)))[0] == 200
             await api.wait_for("ok", "RUNNING")
         # A second server on a slow clock keeps "busy" PROVISIONING while the cases run.
-        async with running(tmp_path, sim_step_seconds=5.0) as server:
+        async with running(tmp_path, sim_step_seconds=3600.0) as server:
             api = await _rest(server)
             token = api.headers["authorization"].split()[1]
             for name in ("busy", "gone"):
@@ -772,7 +772,7 @@ def _json(message: Any) -> dict:
 
 def test_stopping_clusters_refuse_changes_and_a_second_delete_is_fine(tmp_path):
     async def scenario() -> None:
-        async with running(tmp_path, sim_step_seconds=5.0) as server:
+        async with running(tmp_path, sim_step_seconds=3600.0) as server:
             api = await _rest(server)
             assert (await api.call("POST", "/api/v1/cluster", json=_body("bye")))[0] == 200
             for _ in range(2):

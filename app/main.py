@@ -50,6 +50,7 @@ from app.observe.metrics import (
     SWITCH,
 )
 from app.refusals import Rejected
+from app.services.checked import checked_servicers
 from app.services.edge.system import edge_system
 from app.services.kaas.demo import demo_job
 from app.services.kaas.reconciler import ClusterReconciler
@@ -140,6 +141,8 @@ class Portico:
             metrics_endpoint=settings.metrics and not settings.metrics_port,
             metrics_token=settings.metrics_token,
         )
+        # Both transports call the servicers behind the field rules' checks.
+        servicers = checked_servicers(servicers)
         self.http_app = create_app(self.registry, servicers, options, ready=self.store_reachable)
         address = f"{settings.grpc_host}:{settings.grpc_port}"
         try:

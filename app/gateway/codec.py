@@ -358,11 +358,23 @@ def _check_single(item: Any, field: descriptor.FieldDescriptor, path: str, stric
         raise BadRequest(f"invalid {path}: not base64", [(path, "not valid base64")])
     if field.message_type is not None and not is_bytes:
         _check_tree(item, field.message_type, path, strict)
+    elif field.type in _INT64_KINDS and isinstance(item, str) and not _DECIMAL.match(item):
+        # int() (and so json_format) also reads "+7", "1_000" and other scripts' digits; the
+        # document says what is accepted: ASCII digits with an optional minus.
+        raise BadRequest(
+            f"invalid {path}: {limits.shown(item)} is not a decimal integer",
+            [(path, 'must be a decimal integer string like "-42"')],
+        )
     elif strict and field.enum_type is not None:
         _check_enum(item, field.enum_type, path)
 
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_F = descriptor.FieldDescriptor
+_INT64_KINDS = frozenset(
+    {_F.TYPE_INT64, _F.TYPE_SINT64, _F.TYPE_SFIXED64, _F.TYPE_UINT64, _F.TYPE_FIXED64}
+)
+_DECIMAL = re.compile(r"-?[0-9]+\Z")
 
 
 def _check_enum(item: Any, enum: descriptor.EnumDescriptor, path: str) -> None:

@@ -59,7 +59,13 @@ def idempotency_parameter() -> dict[str, object]:
             "outcome, reply or error, without running the call again; the same key with a "
             "different request is refused with 409 ALREADY_EXISTS naming the key."
         ),
-        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+        # What idempotency_key() accepts: printable ASCII without spaces.
+        "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_KEY_LENGTH,
+            "pattern": "^[!-~]+$",
+        },
     }
 
 

@@ -32,6 +32,17 @@ from app.gateway.http_rules import (
     is_bound,
 )
 from app.gateway.idempotency import idempotency_parameter, is_mutating
+from app.gateway.openapi_rules import (
+    call_rules,
+    constrain,
+    decimal_pattern,
+    element,
+    field_rule,
+    not_zero,
+    note,
+    overlay,
+    required_names,
+)
 from app.gateway.registry import Method, Registry
 
 Schema = dict[str, Any]
@@ -46,8 +57,9 @@ JSON = "application/json"
 ERROR_STATUSES = ("4XX", "5XX")  # every error, whatever its HTTP status, is a google.rpc.Status
 
 _F = descriptor.FieldDescriptor
-_INT64 = {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"}
-_UINT64 = {"type": "string", "format": "uint64", "pattern": "^[0-9]+$"}
+# The patterns say the range too: json_format refuses a value that does not fit.
+_INT64 = {"type": "string", "format": "int64", "pattern": decimal_pattern(-(2**63), 2**63 - 1)}
+_UINT64 = {"type": "string", "format": "uint64", "pattern": decimal_pattern(0, 2**64 - 1)}
 _INT32 = {"type": "integer", "format": "int32", "minimum": -(2**31), "maximum": 2**31 - 1}
 # Unsigned 32-bit values exceed int32: their own format, and the range says how far.
 _UINT32 = {"type": "integer", "format": "uint32", "minimum": 0, "maximum": 2**32 - 1}
@@ -283,14 +295,17 @@ class _Schemas:
         schema["properties"] = {
             self.key(fd): self.field(fd) for fd in desc.fields if fd.name not in exclude
         }
+        required = [n for n in required_names(desc, self.key) if n in schema["properties"]]
+        if required:
+            schema["required"] = required
         if not self.options.ignore_unknown:
             schema["additionalProperties"] = False  # unknown fields are refused with 400
         return schema
 
     def field(self, fd: descriptor.FieldDescriptor) -> Schema:
         """A field's schema with its comment, oneof membership and deprecation."""
-        schema = self.value(fd)
-        notes = [self.comments.get(fd.full_name, "")]
+        schema = self.constrained(fd)
+        notes = [self.comments.get(fd.full_name, ""), note(fd)]
         oneof = fd.containing_oneof
         if oneof is not None and oneof in _real_oneofs(oneof.containing_type):
             others = ", ".join(f"`{self.key(f)}`" for f in oneof.fields)
@@ -302,11 +317,24 @@ class _Schemas:
             schema["deprecated"] = True
         return schema
 
+    def constrained(self, fd: descriptor.FieldDescriptor) -> Schema:
+        """The field's value schema under its rule in app.field_rules (the servicers' rules)."""
+        schema = self.value(fd)
+        rule = field_rule(fd)
+        return schema if rule is None else constrain(schema, fd, rule)
+
     def value(self, fd: descriptor.FieldDescriptor) -> Schema:
         """The schema of a field's JSON value: maps, arrays, messages, enums or scalars."""
         if _is_map(fd):
-            value_field = map_entry(fd).fields_by_name["value"]
-            return {"type": "object", "additionalProperties": self.single(value_field)}
+            entry = map_entry(fd)
+            schema: Schema = {
+                "type": "object",
+                "additionalProperties": self.single(entry.fields_by_name["value"]),
+            }
+            key = entry.fields_by_name["key"]
+            if key.type != _F.TYPE_STRING:  # map keys are JSON strings of the key's type
+                schema["propertyNames"] = _map_key(key)
+            return schema
         if fd.is_repeated:
             return {"type": "array", "items": self.single(fd)}
         return self.single(fd)
@@ -328,10 +356,13 @@ class _Schemas:
         if desc.full_name == "google.protobuf.NullValue":
             return {"type": "null"}
         if desc.full_name not in self.components:
-            # Names on the way in and out; any number is accepted too (proto3 enums are open),
-            # and a number without a name comes back as that number.
+            # Names on the way in and out; numbers are accepted too (proto3 enums are open:
+            # any number unless unknown input is refused, when only the enum's own).
             names = {"type": "string", "enum": [v.name for v in desc.values]}
-            schema: Schema = {"anyOf": [names, dict(_INT32)]}
+            numbers: Schema = dict(_INT32)
+            if not self.options.ignore_unknown:  # a number the enum lacks is refused
+                numbers = {"type": "integer", "enum": sorted({v.number for v in desc.values})}
+            schema: Schema = {"anyOf": [names, numbers]}
             lines = [self.comments.get(desc.full_name, "")]
             for value in desc.values:
                 text = self.comments.get(f"{desc.full_name}.{value.name}")
@@ -342,6 +373,22 @@ class _Schemas:
                 schema["description"] = description
             self.components[desc.full_name] = schema
         return _ref(desc.full_name)
+
+
+def _map_key(key: descriptor.FieldDescriptor) -> Schema:
+    """The JSON property-name schema of a map's non-string key (an integer or a bool)."""
+    if key.type == _F.TYPE_BOOL:
+        return {"enum": ["true", "false"]}
+    if key.type in (
+        _F.TYPE_INT64,
+        _F.TYPE_SINT64,
+        _F.TYPE_SFIXED64,
+        _F.TYPE_UINT64,
+        _F.TYPE_FIXED64,
+    ):
+        return {"pattern": _SCALARS[key.type]["pattern"]}
+    bounds = _SCALARS[key.type]
+    return {"pattern": decimal_pattern(bounds["minimum"], bounds["maximum"])}
 
 
 def _status_text(desc: descriptor.Descriptor) -> str:
@@ -451,12 +498,14 @@ def _operation_description(plan: BindingPlan, comment: str) -> str:
 def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
     method = plan.method
     input_desc = method.descriptor.input_type
+    rules = call_rules(method.full_name)
     if method.client_streaming:
         # The router reads every request of a client stream from the NDJSON body.
+        line, _ = _narrowed(schemas.ref(input_desc), input_desc, rules, schemas)
         return {
             "required": False,  # no body: no requests
             "description": "One request message per line (NDJSON).",
-            "content": {NDJSON: {"schema": schemas.ref(input_desc)}},
+            "content": {NDJSON: {"schema": line}},
         }
     if not plan.body:
         return None
@@ -467,15 +516,38 @@ def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
             schemas.ref(input_desc)  # the full message stays a component for the canonical route
         else:
             schema = schemas.ref(input_desc)
+        body_rules = {p: r for p, r in rules.items() if not is_bound(p, _path_bound(plan))}
+        schema, required = _narrowed(schema, input_desc, body_rules, schemas)
     else:
         body_field = plan.body_field
         assert body_field is not None
-        schema = schemas.value(body_field)
+        schema = schemas.constrained(body_field)
         text = schemas.comments.get(body_field.full_name)
         if text:
             schema["description"] = text
-    # A missing body is the empty message, as `{}` would be.
-    return {"required": False, "content": {JSON: {"schema": schema}}}
+        prefix = plan.body + "."
+        inner = {p.removeprefix(prefix): r for p, r in rules.items() if p.startswith(prefix)}
+        required = False
+        if body_field.message_type is not None and not body_field.is_repeated:
+            schema, required = _narrowed(schema, body_field.message_type, inner, schemas)
+        required = required or plan.body in rules
+    # A missing body is the empty message, as `{}` would be: required when `{}` is refused.
+    return {"required": required, "content": {JSON: {"schema": schema}}}
+
+
+def _narrowed(
+    schema: Schema, desc: descriptor.Descriptor, rules: Mapping[str, Any], schemas: _Schemas
+) -> tuple[Schema, bool]:
+    """``schema`` with this RPC's own rules (app.field_rules.CALL_RULES) laid over it, and
+    whether they require anything (so that an empty message is refused)."""
+    extra = overlay(desc, dict(rules), schemas.key)
+    if extra is None:
+        return schema, False
+    return {"allOf": [schema, extra]}, bool(extra.get("required"))
+
+
+def _path_bound(plan: BindingPlan) -> frozenset[str]:
+    return frozenset(".".join(f.name for f in fields) for _, fields in plan.path_fields)
 
 
 def _success(plan: BindingPlan, schemas: _Schemas) -> Schema:
@@ -498,12 +570,24 @@ def _success(plan: BindingPlan, schemas: _Schemas) -> Schema:
         "content": {
             NDJSON: {"schema": line},
             SSE: {
+                # One event, as OpenAPI reads an event stream: its fields, with the data's JSON
+                # described by contentSchema (JSON Schema's keywords for embedded documents).
                 "schema": {
-                    "type": "string",
+                    "type": "object",
                     "description": (
                         'Server-sent events: `data: {"result": ...}` per reply; a failure ends '
                         'the stream with `event: error` and `data: {"error": Status}`.'
                     ),
+                    "properties": {
+                        "event": {"type": "string", "enum": ["message", "error"]},
+                        "id": {"type": "string", "description": "The event's store revision."},
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": JSON,
+                            "contentSchema": line,
+                        },
+                    },
+                    "required": ["data"],
                 }
             },
         },
@@ -598,6 +682,9 @@ def _path_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
     for variable, fields in plan.path_fields:
         name = ".".join(schemas.key(f) for f in fields)
         schema = schemas.single(fields[-1])
+        rule = field_rule(fields[-1])
+        if rule is not None:
+            schema = element(schema, fields[-1], rule, required=True)  # a segment is never empty
         pattern = _variable_regex(plan, variable)
         description = schemas.comments.get(fields[-1].full_name, "")
         if pattern is not None:
@@ -667,8 +754,9 @@ def _query_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
     if plan.body == "*" or plan.method.client_streaming:
         return []
     input_desc = plan.method.descriptor.input_type
+    rules = call_rules(plan.method.full_name)
     return [
-        _query_parameter(fields, schemas)
+        _query_parameter(fields, schemas, rules.get(".".join(f.name for f in fields)))
         for fields in _query_fields(input_desc, (), plan.bound, frozenset({input_desc.full_name}))
     ]
 
@@ -698,19 +786,29 @@ def _is_wkt(desc: descriptor.Descriptor) -> bool:
     return desc.full_name in _WELL_KNOWN or desc.full_name in _WRAPPERS
 
 
-def _query_parameter(fields: tuple[descriptor.FieldDescriptor, ...], schemas: _Schemas) -> Schema:
+def _query_parameter(
+    fields: tuple[descriptor.FieldDescriptor, ...], schemas: _Schemas, rule: Any = None
+) -> Schema:
+    """The query parameter of a field path; ``rule``: the RPC's own rule for it, if any."""
     fd = fields[-1]
+    required = rule is not None and (rule.required or bool(rule.min_items))
     parameter: Schema = {
         "name": ".".join(schemas.key(f) for f in fields),
         "in": "query",
-        "required": False,
+        "required": required,
     }
     text = schemas.comments.get(fd.full_name)
     if text:
         parameter["description"] = text
     if fd.GetOptions().deprecated:
         parameter["deprecated"] = True
-    schema = schemas.value(fd)
+    schema = schemas.constrained(fd)
+    if required and fd.is_repeated:
+        schema["minItems"] = max(rule.min_items or 1, schema.get("minItems", 0))
+    elif required:
+        schema = (
+            {**schema, **not_zero(fd)} if "not" not in schema else {"allOf": [schema, not_zero(fd)]}
+        )
     parameter["schema"] = schema
     if fd.is_repeated:
         parameter["explode"] = True  # repeated fields repeat the parameter: ?tag=a&tag=b

@@ -25,7 +25,7 @@ def resolve(descriptor: Descriptor, text: str) -> Path | str:
             return f"{text!r}: {path[-1].name!r} has no sub-fields"
         field = (
             current.fields_by_number.get(int(part))
-            if part.isdigit()
+            if part.isascii() and part.isdigit()  # not "²", which isdigit() admits
             else current.fields_by_name.get(part)
         )
         if field is None:

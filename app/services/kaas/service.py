@@ -51,6 +51,7 @@ from dataclasses import replace
 
 import grpc
 
+from app.services.checked import checks_own_fields
 from app.services.kaas import validation
 from app.services.kaas.build import running_build
 from app.services.kaas.changes import plain_version, require_changeable, upgrade_refusal
@@ -177,6 +178,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
 
     # -- writes ----------------------------------------------------------------------------
 
+    @checks_own_fields
     async def CreateCluster(
         self, request: api_pb2.CreateClusterMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.CreateClusterReply:
@@ -222,6 +224,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         await self._write(context, delete)
         return api_pb2.DeleteClusterReply(ok=True, status=_state_name(api_pb2.STOPPING))
 
+    @checks_own_fields
     async def AddNodePool(
         self, request: api_pb2.AddNodePoolMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.AddNodePoolReply:
@@ -250,6 +253,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         await self._write(context, add)
         return api_pb2.AddNodePoolReply(ok=True)
 
+    @checks_own_fields
     async def DeleteNodePool(
         self, request: api_pb2.DeleteNodePoolMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.DeleteNodePoolReply:
@@ -276,6 +280,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         await self._write(context, delete)
         return api_pb2.DeleteNodePoolReply(ok=True)
 
+    @checks_own_fields
     async def ScaleNodePool(
         self, request: api_pb2.ScaleNodePoolMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.ScaleNodePoolReply:
@@ -309,6 +314,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         await self._write(context, scale)
         return api_pb2.ScaleNodePoolReply(ok=True)
 
+    @checks_own_fields
     async def UpgradeCluster(
         self, request: api_pb2.UpgradeClusterMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.UpgradeClusterReply:

@@ -551,7 +551,8 @@ ERROR_CASES = [
         _create("x", k8s_version="1.12.0", control_plane_nodes={"count": 2, "instanceType": "xl"}),
         "INVALID_ARGUMENT",
         "supported versions",
-        ["k8s_version", "control_plane_nodes.count", "control_plane_nodes.instanceType"],
+        # The field rules first (in field order), then the supported versions.
+        ["control_plane_nodes.instanceType", "control_plane_nodes.count", "k8s_version"],
     ),
     (
         "CreateCluster",

@@ -55,12 +55,12 @@ def test_a_good_request_has_no_violations():
         ({"pool__count": 0}, "worker_node_pools[0].count", "between 1 and"),
         (
             {"pool__labels": [kaas.KubernetesLabel(name="bad key!", value="x")]},
-            "worker_node_pools[0].labels[0]",
+            "worker_node_pools[0].labels[0].name",
             "label key",
         ),
         (
             {"pool__labels": [kaas.KubernetesLabel(name="ok", value="-bad-")]},
-            "worker_node_pools[0].labels[0]",
+            "worker_node_pools[0].labels[0].value",
             "label value",
         ),
     ],

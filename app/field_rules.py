@@ -1,0 +1,497 @@
+"""What a request's fields may hold: one table, read by the servicers and by the OpenAPI document.
+
+Every rule is written once here. :func:`violations` applies them to a request message (the
+servicers' validation runs it on every call, on every transport, before any servicer code), and
+:mod:`app.gateway.openapi` turns the same rules into JSON Schema keywords, so the published
+document admits exactly what the server accepts for these rules.
+
+Two tables:
+
+- :data:`FIELD_RULES`, by full field name: what the field holds wherever its message appears,
+  in any request. A rule applies to a value that is set (proto3 cannot tell an explicit zero,
+  ``""`` or ``false`` from an absent field: both are "unset"); ``required`` says unset is wrong.
+- :data:`CALL_RULES`, by full method name: what one RPC additionally needs, by field path in its
+  request (``key.name``; a path through a repeated field applies to each element). Edge objects,
+  for instance, name every part of their key to be created, but a Show filter may leave any out.
+
+A rule JSON Schema cannot say (two labels with one name, a version the server supports, a PEM
+certificate) is enforced by the servicer and only described: its ``note`` becomes part of the
+field's description, and :data:`DESCRIBED_ONLY` lists those fields (the conformance test allows
+the server to refuse a schema-valid request on them, and on nothing else).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from google.protobuf import descriptor
+from google.protobuf.message import Message
+
+from app.limits import (
+    MAX_FILTERS,
+    MAX_MACHINES_PER_POOL,
+    MAX_PORTS_PER_INSTANCE,
+    MAX_WORKER_POOLS,
+)
+
+Violation = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one field's value must be. For a repeated field, the element rules apply to each
+    element and ``max_items``/``min_items`` to the list."""
+
+    required: bool = False
+    pattern: str | None = None  # a JSON Schema (ECMA) regex, matched anywhere like `re.search`
+    says: str = ""  # the pattern or the choices in words, for the error message
+    min_length: int | None = None
+    max_length: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] = ()
+    reserved: tuple[Any, ...] = ()  # values the pattern admits but that are taken
+    min_items: int | None = None
+    max_items: int | None = None
+    note: str = ""  # what the servicer also checks that JSON Schema cannot say
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` (one element, when the field is repeated) breaks the rule, or None."""
+        if isinstance(value, str):
+            if self.max_length is not None and len(value) > self.max_length:
+                return f"must be at most {self.max_length} characters (got {len(value)})"
+            if self.min_length is not None and len(value) < self.min_length:
+                return f"must be at least {self.min_length} characters (got {len(value)})"
+            if self.pattern is not None and not re.search(self.pattern, value):
+                return f"{_shown(value)} {self.says or f'must match {self.pattern}'}"
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            low = -math.inf if self.minimum is None else self.minimum
+            high = math.inf if self.maximum is None else self.maximum
+            if not low <= value <= high:  # written so that NaN is refused too
+                return f"must be {_range(self.minimum, self.maximum)} (got {value})"
+        if self.choices and value not in self.choices:
+            words = self.says or f"must be one of {', '.join(map(str, self.choices))}"
+            return f"{words} (got {_shown(value)})"
+        if value in self.reserved:
+            return f"{_shown(value)} is reserved"
+        return None
+
+    def count_problem(self, count: int) -> str | None:
+        """Why a repeated field of ``count`` elements breaks the rule, or None."""
+        if self.max_items is not None and count > self.max_items:
+            return f"at most {self.max_items} are allowed (got {count})"
+        if self.min_items is not None and count < self.min_items:
+            least = "one is" if self.min_items == 1 else f"{self.min_items} are"
+            return f"at least {least} required (got {count})"
+        return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 66 else text[:65] + "…"
+
+
+def _range(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"between {_num(low)} and {_num(high)}"
+    if low is not None:
+        return "not negative" if low == 0 else f"at least {_num(low)}"
+    return f"at most {_num(high)}"
+
+
+def _num(value: float | None) -> str:
+    return str(int(value)) if value is not None and value == int(value) else str(value)
+
+
+REQUIRED = Rule(required=True)
+
+# -- named rules, shared by several fields ------------------------------------------------------
+
+# DNS-1123 labels: Kubernetes object names (KaaS clusters and pools).
+DNS_LABEL = Rule(
+    pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+    says="must consist of lower case letters, digits and '-', and start and end with a letter "
+    "or digit",
+    max_length=63,
+)
+# Kubernetes label keys ([prefix/]name) and values.
+LABEL_KEY = Rule(
+    required=True,
+    pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+    says="is not a label key: an optional DNS-subdomain prefix and '/', then a name of 1-63 "
+    "characters of [A-Za-z0-9-_.] starting and ending with a letter or digit",
+    max_length=253 + 1 + 63,
+    note="The prefix is at most 253 characters; no two labels of one list have the same key.",
+)
+LABEL_VALUE = Rule(
+    pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+    says="must be a label value: letters, digits and -_., starting and ending with a letter "
+    "or digit",
+    max_length=63,
+)
+# Edge object names: organisations like "AT&T", so upstream's object-name rule, not DNS labels.
+EDGE_NAME = Rule(
+    pattern=r"^[0-9A-Za-z]([-_0-9A-Za-z .&,!]*[-_0-9A-Za-z.&,!])?$",
+    says="must start with a letter or digit, contain only letters, digits, spaces and -_.&,! "
+    "and not end in a space",
+    max_length=63,
+)
+EDGE_TOKEN = Rule(
+    pattern=r"^[0-9A-Za-z][-_0-9A-Za-z.]*$",
+    says="must be letters, digits and -_., starting with a letter or digit",
+    max_length=63,
+)
+# Scheduler instance ids and names: safe in a URL segment, a log line and a cgroup name.
+IDENTIFIER = Rule(
+    pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+    says="must be letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+    max_length=63,
+)
+USERNAME = Rule(
+    required=True,
+    pattern=r"^[A-Za-z0-9_-]{3,24}$",
+    says="must be 3-24 characters of letters, digits, - and _",
+)
+MIN_PASSWORD_BYTES = 6
+MAX_PASSWORD_BYTES = 70  # bcrypt reads at most 72 bytes
+PASSWORD = Rule(
+    required=True,
+    # Characters bound bytes from both sides: 2 characters may be 8 bytes, 71 are at least 71.
+    min_length=2,
+    max_length=MAX_PASSWORD_BYTES,
+    note=f"{MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes as UTF-8.",
+)
+PORT = Rule(required=True, minimum=1, maximum=65535)
+NOT_NEGATIVE = Rule(minimum=0)
+POOL_NAME = replace(
+    DNS_LABEL,
+    required=True,
+    reserved=("control-plane",),  # the control plane's own machines
+    note="Pool names are unique in a request and in the cluster.",
+)
+INSTANCE_TYPE = Rule(required=True, choices=("standard", "gpu"))
+POOL_COUNT = Rule(required=True, minimum=1, maximum=MAX_MACHINES_PER_POOL)
+POOLS = Rule(max_items=MAX_WORKER_POOLS, note="A cluster has at most 10 worker pools in all.")
+
+_KAAS = "cnct.kaas.api."
+_SCHEDULER = "scheduler."
+_EDGE = "edgeproto."
+
+FIELD_RULES: dict[str, Rule] = {
+    # KaaS
+    **{
+        _KAAS + name: DNS_LABEL
+        for name in (
+            "CreateClusterMsg.name",
+            "GetClusterMsg.name",
+            "DeleteClusterMsg.name",
+            "GetClusterNodesStatusMsg.clusterName",
+            "AddNodePoolMsg.clusterName",
+            "DeleteNodePoolMsg.clusterName",
+            "ScaleNodePoolMsg.clusterName",
+            "GetUpgradeClusterInformationMsg.name",
+            "UpgradeClusterMsg.name",
+        )
+    },
+    _KAAS + "CreateClusterMsg.k8s_version": Rule(
+        note="One of the versions GetVersionInformation lists."
+    ),
+    _KAAS + "CreateClusterMsg.worker_node_pools": POOLS,
+    _KAAS + "AddNodePoolMsg.worker_node_pools": POOLS,
+    _KAAS + "ScaleNodePoolMsg.node_pools": replace(POOLS, note=""),
+    _KAAS + "DeleteNodePoolMsg.node_pool_names": replace(POOL_NAME, max_items=MAX_WORKER_POOLS),
+    _KAAS + "ControlPlaneMachineSpec.count": Rule(
+        required=True, choices=(1, 3, 5), says="must be 1, 3 or 5 for an etcd quorum"
+    ),
+    _KAAS + "ControlPlaneMachineSpec.instanceType": INSTANCE_TYPE,
+    _KAAS + "MachineSpec.name": POOL_NAME,
+    _KAAS + "MachineSpec.instanceType": INSTANCE_TYPE,
+    _KAAS + "MachineSpec.count": POOL_COUNT,
+    _KAAS + "ScaleNodePoolSpec.name": POOL_NAME,
+    _KAAS + "ScaleNodePoolSpec.count": POOL_COUNT,
+    _KAAS + "KubernetesLabel.name": LABEL_KEY,
+    _KAAS + "KubernetesLabel.value": LABEL_VALUE,
+    # Scheduler
+    _SCHEDULER + "Instance.id": IDENTIFIER,
+    _SCHEDULER + "Instance.name": IDENTIFIER,
+    _SCHEDULER + "Instance.uri": Rule(
+        note="An image reference such as `docker://nginx:1.27` (docker, oci or a registry path)."
+    ),
+    _SCHEDULER + "Instance.ports": Rule(
+        max_items=MAX_PORTS_PER_INSTANCE, note="No two ports have the same source."
+    ),
+    _SCHEDULER + "Instance.environnement": Rule(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*=",
+        says="must be NAME=value with NAME of letters, digits and _ (not starting with a digit)",
+        max_items=256,
+    ),
+    _SCHEDULER + "Port.source": PORT,
+    _SCHEDULER + "Port.destination": PORT,
+    **{_SCHEDULER + f"ResourceSummary.{d}": NOT_NEGATIVE for d in ("cpu", "memory", "disk")},
+    _SCHEDULER + "NodeRegisterRequest.certificate": Rule(
+        note="Required unless the call presents a TLS client certificate: a PEM X.509 "
+        "certificate whose CN is the node id, or the node id."
+    ),
+    # rkt
+    "v1alpha.ListPodsRequest.filters": Rule(max_items=MAX_FILTERS),
+    "v1alpha.ListImagesRequest.filters": Rule(max_items=MAX_FILTERS),
+    "v1alpha.EventFilter.since_time": NOT_NEGATIVE,
+    "v1alpha.EventFilter.until_time": replace(
+        NOT_NEGATIVE, note="After `since_time` when both are set."
+    ),
+    "v1alpha.GetLogsRequest.since_time": NOT_NEGATIVE,
+    "v1alpha.GetLogsRequest.until_time": replace(
+        NOT_NEGATIVE, note="After `since_time` when both are set."
+    ),
+    "v1alpha.GetLogsRequest.lines": NOT_NEGATIVE,
+    "edgeproto.Notice.any": Rule(
+        note="An object of a type this server knows (by its `@type` URL), with that type's fields."
+    ),
+    # Auth
+    "services.auth.LoginRequest.username": USERNAME,
+    "services.auth.LoginRequest.password": PASSWORD,
+    # Edge
+    **{
+        _EDGE + name: EDGE_NAME
+        for name in (
+            "DeveloperKey.name",
+            "OperatorKey.name",
+            "ClusterKey.name",
+            "AppKey.name",
+            "CloudletKey.name",
+            "ClusterInstKey.developer",
+            "NodeKey.name",
+        )
+    },
+    _EDGE + "FlavorKey.name": EDGE_TOKEN,
+    _EDGE + "AppKey.version": EDGE_TOKEN,
+    "distributed_match_engine.Loc.latitude": Rule(minimum=-90, maximum=90),
+    "distributed_match_engine.Loc.longitude": Rule(minimum=-180, maximum=180),
+    _EDGE + "Cloudlet.num_dynamic_ips": NOT_NEGATIVE,
+    _EDGE + "Cloudlet.static_ips": Rule(note="Comma-separated IP addresses."),
+    _EDGE + "App.access_ports": Rule(
+        note="Comma-separated `proto:port` pairs; proto is tcp, udp or http, port 1-65535."
+    ),
+    _EDGE + "ClusterInst.num_masters": Rule(maximum=16),
+    _EDGE + "ClusterInst.num_nodes": Rule(maximum=1000),
+}
+
+
+def _edge_calls() -> dict[str, dict[str, Rule]]:
+    """Creating, updating or deleting an edge object names every part of its key."""
+    keys = {
+        "Developer": ("key.name",),
+        "Operator": ("key.name",),
+        "Flavor": ("key.name",),
+        "Cluster": ("key.name",),
+        "App": ("key.developer_key.name", "key.name"),
+        "Cloudlet": ("key.operator_key.name", "key.name"),
+        "ClusterInst": (
+            "key.cluster_key.name",
+            "key.cloudlet_key.operator_key.name",
+            "key.cloudlet_key.name",
+            "key.developer",
+        ),
+    }
+    keys["AppInst"] = tuple(f"key.app_key.{p[4:]}" for p in keys["App"]) + tuple(
+        f"key.cluster_inst_key.{p[4:]}" for p in keys["ClusterInst"]
+    )
+    calls: dict[str, dict[str, Rule]] = {}
+    for kind, paths in keys.items():
+        for verb in ("Create", "Update", "Delete"):
+            rules = dict.fromkeys(paths, REQUIRED)
+            if verb == "Update":
+                rules["fields"] = Rule(min_items=1, note="The fields to update, by number or name.")
+            calls[f"{_EDGE}{kind}Api.{verb}{kind}"] = rules
+    calls[_EDGE + "FlavorApi.CreateFlavor"] |= {"ram": REQUIRED, "vcpus": REQUIRED}
+    calls[_EDGE + "NotifyApi.StreamNotice"] = {
+        "action": Rule(note="The first notice of a stream is VERSION.")
+    }
+    for verb in ("Create", "Update"):
+        calls[f"{_EDGE}AppInstApi.{verb}AppInst"]["key.cluster_inst_key.developer"] = Rule(
+            required=True,
+            note="The App's developer: an AppInst runs on its developer's ClusterInst.",
+        )
+    calls[_EDGE + "AppApi.CreateApp"]["default_flavor.name"] = REQUIRED
+    exec_rules = {p.replace("key.", "app_inst_key.", 1): REQUIRED for p in keys["AppInst"]}
+    for method in ("RunCommand", "SendLocalRequest"):
+        calls[f"{_EDGE}ExecApi.{method}"] = {**exec_rules, "command": REQUIRED}
+    for method in ("InjectCloudletInfo", "EvictCloudletInfo"):
+        calls[f"{_EDGE}CloudletInfoApi.{method}"] = dict.fromkeys(keys["Cloudlet"], REQUIRED)
+    return calls
+
+
+CALL_RULES: dict[str, dict[str, Rule]] = {
+    _KAAS + "Cluster.CreateCluster": {
+        "name": REQUIRED,
+        "k8s_version": REQUIRED,
+        "control_plane_nodes": REQUIRED,
+        "worker_node_pools": Rule(min_items=1),
+    },
+    **{
+        f"{_KAAS}Cluster.{method}": {name: REQUIRED}
+        for method, name in (
+            ("GetCluster", "name"),
+            ("DeleteCluster", "name"),
+            ("GetClusterNodesStatus", "clusterName"),
+            ("GetUpgradeClusterInformation", "name"),
+        )
+    },
+    _KAAS + "Cluster.AddNodePool": {
+        "clusterName": REQUIRED,
+        "worker_node_pools": Rule(min_items=1),
+    },
+    _KAAS + "Cluster.DeleteNodePool": {
+        "clusterName": REQUIRED,
+        "node_pool_names": Rule(min_items=1),
+    },
+    _KAAS + "Cluster.ScaleNodePool": {"clusterName": REQUIRED, "node_pools": Rule(min_items=1)},
+    _KAAS + "Cluster.UpgradeCluster": {"name": REQUIRED, "version": REQUIRED},
+    _SCHEDULER + "InstanceService.Create": {
+        "name": REQUIRED,
+        "uri": REQUIRED,
+        **{f"resource.limit.{d}": REQUIRED for d in ("cpu", "memory", "disk")},
+    },
+    **{f"{_SCHEDULER}InstanceService.{m}": {"id": REQUIRED} for m in ("Start", "Stop", "Destroy")},
+    _SCHEDULER + "NodeService.Unregister": {"id": REQUIRED},
+    _SCHEDULER + "NodeService.Status": {"id": REQUIRED},
+    "v1alpha.PublicAPI.InspectPod": {"id": REQUIRED},
+    "v1alpha.PublicAPI.InspectImage": {"id": REQUIRED},
+    "v1alpha.PublicAPI.GetLogs": {"pod_id": REQUIRED},
+    **_edge_calls(),
+}
+
+# Fields whose rules say more than JSON Schema can: the server may refuse a request the
+# document admits on these (and only these) fields.
+DESCRIBED_ONLY = frozenset(name for name, rule in FIELD_RULES.items() if rule.note)
+
+
+def described_only_paths(method: str) -> frozenset[str]:
+    """Paths of ``method``'s request that only a note describes (in CALL_RULES)."""
+    return frozenset(p for p, rule in CALL_RULES.get(method, {}).items() if rule.note)
+
+
+# -- applying the rules ---------------------------------------------------------------------------
+
+_RULED: dict[str, bool] = {}
+
+
+def may_apply(desc: descriptor.Descriptor, method: str | None = None) -> bool:
+    """Whether any rule can apply to a request of type ``desc`` (of ``method``): other
+    messages are not walked."""
+    if method is not None and method in CALL_RULES:
+        return True
+    known = _RULED.get(desc.full_name)
+    if known is None:
+        _RULED[desc.full_name] = False  # a recursive type ends here; its fields decide
+        known = any(
+            fd.full_name in FIELD_RULES
+            or (fd.message_type is not None and may_apply(fd.message_type))
+            for fd in desc.fields
+        )
+        _RULED[desc.full_name] = known
+    return known
+
+
+def violations(message: Message, method: str | None = None) -> list[Violation]:
+    """Every (field path, problem) of ``message`` under FIELD_RULES, and CALL_RULES of
+    ``method`` when given. Paths are proto field names (``worker_node_pools[0].name``)."""
+    found: list[Violation] = []
+    if method is not None:
+        for path, rule in CALL_RULES.get(method, {}).items():
+            found.extend(_call_violations(message, path.split("."), "", rule))
+    found.extend(_field_violations(message, "", FIELD_RULES))
+    return found
+
+
+def _field_violations(
+    message: Message, prefix: str, rules: Mapping[str, Rule]
+) -> Iterator[Violation]:
+    desc = message.DESCRIPTOR
+    if not may_apply(desc):
+        return
+    for fd in desc.fields:
+        where = f"{prefix}{fd.name}"
+        rule = rules.get(fd.full_name)
+        value = getattr(message, fd.name)
+        if fd.is_repeated:
+            if _is_map(fd):
+                continue
+            if rule is not None:
+                problem = rule.count_problem(len(value))
+                if problem:
+                    yield where, problem
+                    continue
+            for index, item in enumerate(value):
+                item_where = f"{where}[{index}]"
+                if fd.message_type is not None:
+                    yield from _field_violations(item, f"{item_where}.", rules)
+                elif rule is not None:
+                    yield from _value_violations(rule, item, item_where, set_=True)
+            continue
+        if fd.message_type is not None:
+            present = message.HasField(fd.name)
+            if rule is not None and rule.required and not present:
+                yield where, "is required"
+            if present:
+                yield from _field_violations(value, f"{where}.", rules)
+            continue
+        if rule is not None:
+            yield from _value_violations(rule, value, where, set_=_is_set(fd, message, value))
+
+
+def _value_violations(rule: Rule, value: Any, where: str, *, set_: bool) -> Iterator[Violation]:
+    if not set_:
+        if rule.required:
+            # A number's range says more than "required" does (0 is the unset number).
+            numeric = isinstance(value, int | float) and not isinstance(value, bool)
+            yield where, (rule.problem(value) if numeric else None) or "is required"
+        return
+    problem = rule.problem(value)
+    if problem:
+        yield where, problem
+
+
+def _call_violations(
+    message: Message, parts: list[str], prefix: str, rule: Rule
+) -> Iterator[Violation]:
+    """The CALL_RULES rule at ``parts`` below ``message``; unset parents count as unset."""
+    name, rest = parts[0], parts[1:]
+    fd = message.DESCRIPTOR.fields_by_name[name]
+    where = f"{prefix}{name}"
+    value = getattr(message, name)
+    if fd.is_repeated:
+        if not rest:
+            problem = rule.count_problem(len(value))
+            if problem:
+                yield where, problem
+            elif rule.required and not value:
+                yield where, "is required"
+            return
+        for index, item in enumerate(value):
+            yield from _call_violations(item, rest, f"{where}[{index}].", rule)
+        return
+    if rest:
+        yield from _call_violations(value, rest, f"{where}.", rule)
+        return
+    present = message.HasField(name) if fd.message_type is not None else _is_set(fd, message, value)
+    if fd.message_type is not None:
+        if rule.required and not present:
+            yield where, "is required"
+        return
+    yield from _value_violations(rule, value, where, set_=present)
+
+
+def _is_set(fd: descriptor.FieldDescriptor, message: Message, value: Any) -> bool:
+    if fd.has_presence:
+        return message.HasField(fd.name)
+    return bool(value) or (isinstance(value, float) and math.isnan(value))
+
+
+def _is_map(fd: descriptor.FieldDescriptor) -> bool:
+    return fd.message_type is not None and fd.is_repeated and fd.message_type.GetOptions().map_entry

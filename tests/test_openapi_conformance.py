@@ -1,0 +1,199 @@
+"""A standard OpenAPI fuzzer (schemathesis) finds the server doing what openapi.yaml says.
+
+Every operation of the served document gets a few generated requests of each kind, positive
+(schema-valid) and negative (schema-violating), sent in-process to the whole server (the ASGI app
+over a real store, authenticated as the admin), and every response passes every schemathesis
+check: no 5xx, documented statuses, content types and bodies, no schema-valid request refused,
+no schema-violating request accepted, authentication not ignored.
+
+One refusal is allowed by design: a schema-valid request refused only for rules that JSON Schema
+cannot say (a label key given twice, a Kubernetes version the server does not offer, an App's
+developer that is not the ClusterInst's). Those rules are the ones with a ``note`` in
+app.field_rules; the note is in the field's description, and the refusal names the field. A
+refusal naming any other field fails the test.
+
+Hypothesis runs derandomized (a fixed seed per test) with a small bound per operation, so the
+run is reproducible and costs seconds.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from google.protobuf import descriptor
+from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
+from schemathesis.core.failures import FailureGroup
+from schemathesis.python import asgi
+
+from app import field_rules, limits
+from app.gateway import streaming
+from app.gateway.openapi import NDJSON, SSE
+from app.gateway.registry import Registry
+from app.main import Portico
+from tests.harness import ADMIN_PASSWORD, settings_for
+
+EXAMPLES = 1  # per operation and generation mode
+STREAM_SECONDS = 1.0  # a silent follow stream is read this long, then cut by the client
+STREAMING = ("server_streaming", "bidi_streaming")
+_INPUTS = {m.full_name: m.descriptor.input_type for m in Registry.from_package("gen")}
+
+
+@schemathesis.serializer(NDJSON)
+def _ndjson(ctx: Any, value: Any) -> bytes:
+    # A client stream's body: the generated request message as its one line.
+    return json.dumps(value).encode() + b"\n"
+
+
+class _Served:
+    """Portico as one ASGI app whose lifespan starts and stops it: the fuzzer's client runs the
+    app (and so the whole server) on its own event loop."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.portico = Portico(settings_for(data_dir))
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] == "lifespan.startup":
+                await self.portico.start()
+                await send({"type": "lifespan.startup.complete"})
+            await self.portico.stop()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        assert self.portico.http_app is not None
+        await self.portico.http_app(scope, receive, send)
+
+
+@contextlib.contextmanager
+def _serving(data_dir: Path) -> Iterator[tuple[Any, dict[str, str]]]:
+    app = _Served(data_dir)
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    try:
+        with asgi.get_client(app) as client:
+            login = {"username": "admin", "password": ADMIN_PASSWORD}
+            token = client.post("/v1/auth:login", json=login).json()["token"]
+        yield schema, {"Authorization": f"Bearer {token}"}
+    finally:
+        asgi.shutdown_lifespans()
+
+
+def _field_path(method: str, path: str) -> tuple[str, str]:
+    """(the full name of the field a violation names, its path without indices)."""
+    plain = re.sub(r"\[[^]]*\]", "", path)
+    desc: descriptor.Descriptor | None = _INPUTS[method]
+    full = ""
+    for name in plain.split("."):
+        fd = desc.fields_by_name.get(name) if desc is not None else None
+        if fd is None:
+            return "", plain
+        full, desc = fd.full_name, fd.message_type
+    return full, plain
+
+
+def _only_described_rules(method: str, body: Any) -> bool:
+    """Whether a 400 names only fields whose refused rule JSON Schema cannot say."""
+    if not isinstance(body, dict):
+        return False
+    violations = [
+        v for d in body.get("details", []) for v in d.get("field_violations", []) if "field" in v
+    ]
+    if not violations:
+        return False
+    for violation in violations:
+        full, plain = _field_path(method, violation["field"])
+        call_rule = field_rules.CALL_RULES.get(method, {}).get(plain)
+        rule = field_rules.FIELD_RULES.get(full)
+        if not ((rule is not None and rule.note) or (call_rule is not None and call_rule.note)):
+            return False
+    return True
+
+
+def _run(operation: Any, mode: GenerationMode, headers: dict[str, str], found: dict) -> None:
+    method = operation.definition.raw["x-portico-rpc"]
+    # A stream is read as server-sent events: the client keeps the events a follow stream sent
+    # when it cuts the stream (after two events or the deadline), and checks each one against
+    # the document's item schema. Other calls need no deadline.
+    streaming = operation.definition.raw["x-portico-streaming"] in STREAMING
+    call: dict[str, Any] = {"headers": headers}
+    if streaming:
+        call = {"headers": {**headers, "Accept": SSE}, "timeout": STREAM_SECONDS}
+
+    @settings(
+        max_examples=EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy(generation_mode=mode))
+    def check(case: Any) -> None:
+        response = case.call(**call)
+        try:
+            case.validate_response(response, headers=call["headers"])
+        except FailureGroup as group:
+            for failure in group.exceptions:
+                kind = type(failure).__name__
+                if kind == "RejectedPositiveData" and _only_described_rules(
+                    method, _json(response)
+                ):
+                    continue
+                found[kind].append(
+                    f"{operation.label} ({mode.value}): {failure.message[:300]} "
+                    f"{response.text[:300]}"
+                )
+
+    check()
+
+
+def _json(response: Any) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _modes(routes: list[Any]) -> Iterator[tuple[Any, GenerationMode]]:
+    """Each RPC meets positive and negative data: its routes (a binding and the canonical
+    route, which read the same message) take turns, a single route gets both. Generating the
+    data is most of the cost, and the routes differ only in where fields travel."""
+    if len(routes) == 1:
+        yield routes[0], GenerationMode.POSITIVE
+        yield routes[0], GenerationMode.NEGATIVE
+        return
+    for index, operation in enumerate(routes):
+        yield operation, (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)[index % 2]
+
+
+def test_a_fuzzer_finds_the_server_doing_what_the_document_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An NDJSON stream's headers wait for its first reply (or STREAM_HEADERS_WAIT_SECONDS), so
+    # that a refused request gets its HTTP status. SSE opens at once by design (an EventSource
+    # reports "open" only on headers), a refusal then being an `error` event under 200; the
+    # fuzzer judges refusals by their HTTP status, so here SSE waits as NDJSON does. The checks
+    # refuse at once, so a short wait tells a refusal from a silent watch.
+    monkeypatch.setattr(streaming, "SSE", dataclasses.replace(streaming.SSE, opening=b""))
+    monkeypatch.setattr(limits, "STREAM_HEADERS_WAIT_SECONDS", 0.05)
+    found: dict[str, list[str]] = collections.defaultdict(list)
+    with _serving(tmp_path) as (schema, auth):
+        schema.config.max_stream_events = 2
+        operations = [result.ok() for result in schema.get_all_operations()]
+        assert len(operations) == 162
+        by_rpc: dict[str, list[Any]] = collections.defaultdict(list)
+        for operation in operations:
+            by_rpc[operation.definition.raw["x-portico-rpc"]].append(operation)
+        for routes in by_rpc.values():
+            for operation, mode in _modes(routes):
+                _run(operation, mode, auth, found)
+    report = {kind: (len(cases), cases[:5]) for kind, cases in found.items()}
+    assert not found, json.dumps(report, indent=1, ensure_ascii=False)

@@ -156,7 +156,12 @@ def openapi_document(
     schemas.ref(message_descriptor(status_pb2.Status))
     return {
         "openapi": OPENAPI_VERSION,
-        "info": {"title": title, "version": version, "description": _info(json_options)},
+        "info": {
+            "title": title,
+            "version": version,
+            "description": _info(json_options),
+            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        },
         "servers": [{"url": "/", "description": "The server that serves this document."}],
         "tags": [_tag(s.full_name, comments) for s in registry.services],
         "paths": paths.items,
@@ -351,6 +356,24 @@ class _Schemas:
         """A scalar field's schema (a fresh copy, safe to annotate)."""
         return copy.deepcopy(_SCALARS[fd.type])
 
+    def stream_item(self, output: str, response_body: str, reply: Schema) -> Schema:
+        """A reference to the schema of one line (or event) of a stream of ``output`` replies:
+        a component, so that a generated client has a type to read each line with."""
+        name = f"{output}{'.' + response_body if response_body else ''}.StreamItem"
+        if name not in self.components:
+            self.components[name] = {
+                "type": "object",
+                "description": (
+                    "One line of a stream: a reply in `result`, or in `error` the error that "
+                    "ended the stream (its last line). Exactly one of them is set."
+                ),
+                "properties": {"result": reply, "error": _ref(STATUS)},
+                "minProperties": 1,
+                "maxProperties": 1,
+                "additionalProperties": False,
+            }
+        return _ref(name)
+
     def enum(self, desc: descriptor.EnumDescriptor) -> Schema:
         """A reference to an enum's schema: a string enum of its value names."""
         if desc.full_name == "google.protobuf.NullValue":
@@ -518,6 +541,7 @@ def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
             schema = schemas.ref(input_desc)
         body_rules = {p: r for p, r in rules.items() if not is_bound(p, _path_bound(plan))}
         schema, required = _narrowed(schema, input_desc, body_rules, schemas)
+        required = required or bool(required_names(input_desc, schemas.key))
     else:
         body_field = plan.body_field
         assert body_field is not None
@@ -559,12 +583,7 @@ def _success(plan: BindingPlan, schemas: _Schemas) -> Schema:
         reply = schemas.ref(output_desc)
     if not method.server_streaming:
         return {"description": "The reply.", "content": {JSON: {"schema": reply}}}
-    line = {
-        "oneOf": [
-            _envelope("result", reply, "One reply."),
-            _envelope("error", _ref(STATUS), "The error that ended the stream (last line)."),
-        ]
-    }
+    line = schemas.stream_item(output_desc.full_name, plan.response_body, reply)
     return {
         "description": "A stream of replies.",
         "content": {
@@ -591,16 +610,6 @@ def _success(plan: BindingPlan, schemas: _Schemas) -> Schema:
                 }
             },
         },
-    }
-
-
-def _envelope(key: str, schema: Schema, description: str) -> Schema:
-    return {
-        "type": "object",
-        "description": description,
-        "properties": {key: schema},
-        "required": [key],
-        "additionalProperties": False,
     }
 
 

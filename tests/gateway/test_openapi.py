@@ -18,6 +18,7 @@ from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 from app.gateway.admission import NO_AUTH
 from app.gateway.codec import JsonOptions
 from app.gateway.openapi import openapi_document, source_comments
+from app.gateway.openapi_rules import decimal_pattern
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 
@@ -129,7 +130,7 @@ def test_nested_path_variables_and_query_parameters_for_the_rest(doc):
     assert query["filter.min_size"]["schema"] == {
         "type": "string",
         "format": "int64",
-        "pattern": "^-?[0-9]+$",
+        "pattern": decimal_pattern(-(2**63), 2**63 - 1),
     }
     assert query["filter.thing_kind"]["schema"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Kind"}
     assert query["tags"]["schema"] == {"type": "array", "items": {"type": "string"}}
@@ -230,9 +231,14 @@ def test_canonical_route_takes_the_whole_request(doc):
 
 def test_field_schemas_follow_the_proto3_json_mapping(doc):
     thing = _schema(doc, "portico.test.v1.Thing")["properties"]
-    int64 = {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"}
+    # The patterns say the range: json_format refuses what does not fit in 64 bits.
+    int64 = {"type": "string", "format": "int64", "pattern": decimal_pattern(-(2**63), 2**63 - 1)}
     assert thing["size"] == int64
-    assert thing["serial"] == {"type": "string", "format": "uint64", "pattern": "^[0-9]+$"}
+    uint64 = {"type": "string", "format": "uint64", "pattern": decimal_pattern(0, 2**64 - 1)}
+    assert thing["serial"] == uint64
+    assert re.match(int64["pattern"], "-9223372036854775808")
+    assert not re.match(int64["pattern"], "9223372036854775808")
+    assert not re.match(uint64["pattern"], "-1")
     assert thing["count"] == {
         "type": "integer",
         "format": "int32",
@@ -257,10 +263,10 @@ def test_field_schemas_follow_the_proto3_json_mapping(doc):
         "items": {"$ref": SCHEMAS + "portico.test.v1.Thing.Part"},
     }
     assert thing["numbers"] == {"type": "array", "items": int64}
-    # Names, or any number (proto3 enums are open: an unnamed number is echoed as a number).
+    # Names, or the numbers the enum defines (unknown input is refused, unknown numbers too).
     names, number = _schema(doc, "portico.test.v1.Thing.Kind")["anyOf"]
     assert names == {"type": "string", "enum": ["KIND_UNSPECIFIED", "KIND_BOOK", "KIND_DISC"]}
-    assert number["type"] == "integer" and number["format"] == "int32"
+    assert number == {"type": "integer", "enum": [0, 1, 2]}
     # Unknown fields are refused, and the document says so.
     assert _schema(doc, "portico.test.v1.Thing")["additionalProperties"] is False
 
@@ -272,7 +278,7 @@ def test_well_known_types_have_their_json_forms(doc):
     assert re.match(thing["ttl"]["pattern"], "1.5s")
     assert thing["mask"]["type"] == "string"
     assert thing["attributes"] == {"type": "object", "additionalProperties": True}
-    assert thing["limit"] == {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"}
+    assert thing["limit"]["pattern"] == decimal_pattern(-(2**63), 2**63 - 1)
     assert thing["note"] == {"type": "string"}
     assert thing["flag"] == {"type": "boolean"}
     details = _schema(doc, "google.rpc.Status")["properties"]["details"]
@@ -334,10 +340,20 @@ def test_server_stream_answers_ndjson_or_sse(doc):
     operation = doc["paths"]["/v1/{parent}/things"]["get"]
     content = operation["responses"]["200"]["content"]
     assert set(content) == {"application/x-ndjson", "text/event-stream"}
-    result, error = content["application/x-ndjson"]["schema"]["oneOf"]
-    assert result["properties"] == {"result": {"$ref": SCHEMAS + "portico.test.v1.Thing"}}
-    assert error["properties"] == {"error": {"$ref": SCHEMAS + "google.rpc.Status"}}
-    assert content["text/event-stream"]["schema"]["type"] == "string"
+    # One line: a component a generated client reads each line with.
+    line = content["application/x-ndjson"]["schema"]
+    assert line == {"$ref": SCHEMAS + "portico.test.v1.Thing.StreamItem"}
+    item = _schema(doc, "portico.test.v1.Thing.StreamItem")
+    assert item["properties"] == {
+        "result": {"$ref": SCHEMAS + "portico.test.v1.Thing"},
+        "error": {"$ref": SCHEMAS + "google.rpc.Status"},
+    }
+    assert (item["minProperties"], item["maxProperties"]) == (1, 1)
+    # An event, with its data's JSON described by contentSchema: the same line as NDJSON.
+    event = content["text/event-stream"]["schema"]
+    assert event["required"] == ["data"]
+    assert event["properties"]["data"]["contentMediaType"] == "application/json"
+    assert event["properties"]["data"]["contentSchema"] == content["application/x-ndjson"]["schema"]
     assert operation["x-portico-streaming"] == "server_streaming"
     assert _params(operation, "query")["count"]["schema"] == {
         "type": "integer",

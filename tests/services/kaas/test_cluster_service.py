@@ -566,11 +566,11 @@ ERROR_CASES = [
         ),
         "INVALID_ARGUMENT",
         "count",
-        [
+        [  # the field rules' violations, then the names given twice
             "worker_node_pools[0].count",
-            "worker_node_pools[1].name",
-            "worker_node_pools[1].labels[0]",
+            "worker_node_pools[1].labels[0].name",
             "worker_node_pools[2].name",
+            "worker_node_pools[1].name",
         ],
     ),
     (

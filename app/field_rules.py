@@ -23,14 +23,14 @@ the server to refuse a schema-valid request on them, and on nothing else).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 from google.protobuf import descriptor
 from google.protobuf.message import Message
 
+from app.field_rule import Rule
 from app.limits import (
     MAX_FILTERS,
     MAX_MACHINES_PER_POOL,
@@ -39,72 +39,6 @@ from app.limits import (
 )
 
 Violation = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """What one field's value must be. For a repeated field, the element rules apply to each
-    element and ``max_items``/``min_items`` to the list."""
-
-    required: bool = False
-    pattern: str | None = None  # a JSON Schema (ECMA) regex, matched anywhere like `re.search`
-    says: str = ""  # the pattern or the choices in words, for the error message
-    min_length: int | None = None
-    max_length: int | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[Any, ...] = ()
-    reserved: tuple[Any, ...] = ()  # values the pattern admits but that are taken
-    min_items: int | None = None
-    max_items: int | None = None
-    note: str = ""  # what the servicer also checks that JSON Schema cannot say
-
-    def problem(self, value: Any) -> str | None:
-        """Why ``value`` (one element, when the field is repeated) breaks the rule, or None."""
-        if isinstance(value, str):
-            if self.max_length is not None and len(value) > self.max_length:
-                return f"must be at most {self.max_length} characters (got {len(value)})"
-            if self.min_length is not None and len(value) < self.min_length:
-                return f"must be at least {self.min_length} characters (got {len(value)})"
-            if self.pattern is not None and not re.search(self.pattern, value):
-                return f"{_shown(value)} {self.says or f'must match {self.pattern}'}"
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            low = -math.inf if self.minimum is None else self.minimum
-            high = math.inf if self.maximum is None else self.maximum
-            if not low <= value <= high:  # written so that NaN is refused too
-                return f"must be {_range(self.minimum, self.maximum)} (got {value})"
-        if self.choices and value not in self.choices:
-            words = self.says or f"must be one of {', '.join(map(str, self.choices))}"
-            return f"{words} (got {_shown(value)})"
-        if value in self.reserved:
-            return f"{_shown(value)} is reserved"
-        return None
-
-    def count_problem(self, count: int) -> str | None:
-        """Why a repeated field of ``count`` elements breaks the rule, or None."""
-        if self.max_items is not None and count > self.max_items:
-            return f"at most {self.max_items} are allowed (got {count})"
-        if self.min_items is not None and count < self.min_items:
-            least = "one is" if self.min_items == 1 else f"{self.min_items} are"
-            return f"at least {least} required (got {count})"
-        return None
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 66 else text[:65] + "…"
-
-
-def _range(low: float | None, high: float | None) -> str:
-    if low is not None and high is not None:
-        return f"between {_num(low)} and {_num(high)}"
-    if low is not None:
-        return "not negative" if low == 0 else f"at least {_num(low)}"
-    return f"at most {_num(high)}"
-
-
-def _num(value: float | None) -> str:
-    return str(int(value)) if value is not None and value == int(value) else str(value)
 
 
 REQUIRED = Rule(required=True)
@@ -412,7 +346,7 @@ def violations(message: Message, method: str | None = None) -> list[Violation]:
 def _field_violations(
     message: Message, prefix: str, rules: Mapping[str, Rule]
 ) -> Iterator[Violation]:
-    desc = message.DESCRIPTOR
+    desc = _descriptor(message)
     if not may_apply(desc):
         return
     for fd in desc.fields:
@@ -462,7 +396,7 @@ def _call_violations(
 ) -> Iterator[Violation]:
     """The CALL_RULES rule at ``parts`` below ``message``; unset parents count as unset."""
     name, rest = parts[0], parts[1:]
-    fd = message.DESCRIPTOR.fields_by_name[name]
+    fd = _descriptor(message).fields_by_name[name]
     where = f"{prefix}{name}"
     value = getattr(message, name)
     if fd.is_repeated:
@@ -485,6 +419,11 @@ def _call_violations(
             yield where, "is required"
         return
     yield from _value_violations(rule, value, where, set_=present)
+
+
+def _descriptor(message: Message) -> descriptor.Descriptor:
+    # The stubs type DESCRIPTOR as the pure-Python or the upb class; both have this API.
+    return cast(descriptor.Descriptor, message.DESCRIPTOR)
 
 
 def _is_set(fd: descriptor.FieldDescriptor, message: Message, value: Any) -> bool:

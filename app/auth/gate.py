@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 import grpc
 from prometheus_client import Counter
 
+from app import field_rules
 from app.auth import policy
 from app.auth.client_address import client_address, trusted_networks
 from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
@@ -36,7 +37,7 @@ from app.store import Account, ObjectStore
 # Logins, failed logins, lockouts and account changes: one line each, for the operator.
 audit = logging.getLogger("portico.audit")
 
-USERNAME = re.compile(r"^[A-Za-z0-9_-]{3,24}$")
+USERNAME = re.compile(field_rules.USERNAME.pattern or "")
 BAD_CREDENTIALS = "invalid username or password"
 
 

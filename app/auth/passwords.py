@@ -12,10 +12,13 @@ import hmac
 import os
 from dataclasses import dataclass
 
+# The login rule's bounds (app.field_rules), which account passwords meet too.
+from app.field_rules import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES
+
+__all__ = ["MAX_PASSWORD_BYTES", "MIN_PASSWORD_BYTES", "STRONG_COST", "PasswordHasher"]
+
 # OWASP's scrypt recommendation (N=2^17, r=8, p=1), about 0.1 s and 128 MiB per hash.
 STRONG_COST = 2**17
-MIN_PASSWORD_BYTES = 6
-MAX_PASSWORD_BYTES = 70
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ A cloudlet's location is a latitude in -90..90 and a longitude in -180..180 degr
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
+from app import field_rules
 from app.services.status import Violations
 from gen.edgeproto import (
     app_inst_pb2,
@@ -33,33 +33,19 @@ from gen.edgeproto import (
     operator_pb2,
 )
 
-MAX_NAME = 63
-_NAME = re.compile(r"^[0-9A-Za-z][-_0-9A-Za-z .&,!]*$")
-_TOKEN = re.compile(r"^[0-9A-Za-z][-_0-9A-Za-z.]*$")
 _PORT_PROTOCOLS = ("tcp", "udp", "http")
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid object name, or None."""
-    if not name:
-        return "is required"
-    if len(name) > MAX_NAME:
-        return f"must be at most {MAX_NAME} characters (got {len(name)})"
-    if not _NAME.match(name) or name.endswith(" "):
-        return (
-            f"{name!r} must start with a letter or digit and contain only letters, digits, "
-            "spaces and -_.&,!"
-        )
-    return None
+    """Why ``name`` is not a valid object name (app.field_rules.EDGE_NAME), or None."""
+    return field_rules.EDGE_NAME.problem(name) if name else "is required"
 
 
 def token_problem(value: str, *, required: bool) -> str | None:
-    """Why ``value`` is not a version/flavor-style token, or None."""
+    """Why ``value`` is not a version/flavor-style token (EDGE_TOKEN), or None."""
     if not value:
         return "is required" if required else None
-    if len(value) > MAX_NAME or not _TOKEN.match(value):
-        return f"{value!r} must be 1-{MAX_NAME} characters of letters, digits and -_."
-    return None
+    return field_rules.EDGE_TOKEN.problem(value)
 
 
 def _name(found: Violations, path: str, value: str) -> None:

@@ -39,6 +39,7 @@ import grpc
 from google.protobuf import empty_pb2
 
 from app.callers import Role, current_caller
+from app.services.checked import checks_own_fields
 from app.services.kudo import instances, nodes
 from app.services.kudo.certificates import (
     InvalidCertificate,
@@ -172,6 +173,7 @@ class InstanceService(pb_grpc.InstanceServiceServicer):
         self.clock = clock
         self.open_streams = 0
 
+    @checks_own_fields
     async def Create(
         self, request: pb.Instance, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.InstanceStatus]:

@@ -340,7 +340,21 @@ def violations(message: Message, method: str | None = None) -> list[Violation]:
         for path, rule in CALL_RULES.get(method, {}).items():
             found.extend(_call_violations(message, path.split("."), "", rule))
     found.extend(_field_violations(message, "", FIELD_RULES))
-    return found
+    desc = _descriptor(message)
+    return sorted(found, key=lambda violation: _position(desc, violation[0]))
+
+
+def _position(desc: descriptor.Descriptor | None, path: str) -> tuple[int, ...]:
+    """Where a path is in the message: its fields' declaration indices and list indices."""
+    position: list[int] = []
+    for part in path.split("."):
+        name, _, index = part.partition("[")
+        fd = desc.fields_by_name.get(name) if desc is not None else None
+        position.append(fd.index if fd is not None else len(position))
+        if index:
+            position.append(int(index.rstrip("]")) if index.rstrip("]").isdigit() else 0)
+        desc = fd.message_type if fd is not None else None
+    return tuple(position)
 
 
 def _field_violations(

@@ -76,7 +76,8 @@ export function requestSchema(method) {
   return media.schema || {};
 }
 
-// Follows local $refs (#/components/schemas/...), bounded in case of a cycle.
+// Follows local $refs (#/components/schemas/...), bounded in case of a cycle, and merges allOf
+// (an RPC's own rules laid over its request message): one schema with every keyword.
 export function resolve(schema) {
   for (let hops = 0; schema && schema.$ref && hops < 32; hops += 1) {
     let node = api.doc;
@@ -85,7 +86,26 @@ export function resolve(schema) {
     }
     schema = node;
   }
+  if (schema && Array.isArray(schema.allOf)) {
+    const { allOf, ...own } = schema;
+    return allOf.map(resolve).reduce(merged, own);
+  }
   return schema || {};
+}
+
+// Both schemas' keywords; a property both describe is the allOf of the two, resolved when used.
+function merged(a, b) {
+  const out = { ...b, ...a };
+  if (a.properties || b.properties) {
+    out.properties = { ...(b.properties || {}) };
+    for (const [name, property] of Object.entries(a.properties || {})) {
+      const other = out.properties[name];
+      out.properties[name] = other ? { allOf: [property, other] } : property;
+    }
+  }
+  if (a.required || b.required) out.required = [...new Set([...(a.required || []), ...(b.required || [])])];
+  if (a.items && b.items) out.items = { allOf: [a.items, b.items] };
+  return out;
 }
 
 export async function readJson(response) {

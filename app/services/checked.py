@@ -37,15 +37,20 @@ def checked_servicers(servicers: dict[str, object]) -> dict[str, object]:
     return {name: _Checked(name, servicer) for name, servicer in servicers.items()}
 
 
+def rule_violations(request: Message, method: str) -> Violations:
+    """The request's violations of the field rules (app.field_rules) of ``method``."""
+    found = Violations()
+    for path, problem in field_rules.violations(request, method):
+        found.add(path, problem)
+    return found
+
+
 async def _refuse_if_invalid(
     request: Message, method: str, context: grpc.aio.ServicerContext
 ) -> None:
-    found = field_rules.violations(request, method)
+    found = rule_violations(request, method)
     if found:
-        violations = Violations()
-        for path, problem in found:
-            violations.add(path, problem)
-        await abort_invalid(context, violations)
+        await abort_invalid(context, found)
 
 
 class _Checked:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from google.protobuf.message import Message
-
 from app import field_rules
 from app.limits import MAX_WORKER_POOLS, shown
+from app.services.checked import rule_violations
 from app.services.status import Violations
 from gen.cnct.kaas.api import api_pb2
 
@@ -25,15 +24,6 @@ ADD_POOLS = _API + "AddNodePool"
 DELETE_POOLS = _API + "DeleteNodePool"
 SCALE_POOLS = _API + "ScaleNodePool"
 UPGRADE = _API + "UpgradeCluster"
-
-
-def rule_violations(msg: Message, method: str) -> Violations:
-    """The request's violations of the field rules (app.field_rules): names, counts, types,
-    label syntax, the number of pools. The published document says the same."""
-    found = Violations()
-    for path, problem in field_rules.violations(msg, method):
-        found.add(path, problem)
-    return found
 
 
 def check_name(v: Violations, path: str, name: str) -> bool:

@@ -12,7 +12,7 @@ segment, a log line and a cgroup name. An empty id asks the scheduler for one (a
 
 from __future__ import annotations
 
-from app import field_rules
+from app.services.checked import rule_violations
 from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.status import Violations
 from gen.scheduler import scheduler_pb2 as pb
@@ -22,9 +22,7 @@ CREATE = "scheduler.InstanceService.Create"
 
 def instance_violations(instance: pb.Instance) -> Violations:
     """What is wrong with an ``Instance`` given to ``Create`` (empty when it is fine)."""
-    found = Violations()
-    for path, problem in field_rules.violations(instance, CREATE):
-        found.add(path, problem)
+    found = rule_violations(instance, CREATE)
     # Refused whatever the unknown-input setting: the scheduler cannot run an unknown type.
     found.check(instance.type in pb.Type.values(), "type", f"unknown instance type {instance.type}")
     if instance.uri:

@@ -16,8 +16,8 @@ Two tables:
 
 A rule JSON Schema cannot say (two labels with one name, a version the server supports, a PEM
 certificate) is enforced by the servicer and only described: its ``note`` becomes part of the
-field's description, and :data:`DESCRIBED_ONLY` lists those fields (the conformance test allows
-the server to refuse a schema-valid request on them, and on nothing else).
+field's description (the conformance test allows the server to refuse a schema-valid request on
+those fields, and on nothing else).
 """
 
 from __future__ import annotations
@@ -299,16 +299,6 @@ CALL_RULES: dict[str, dict[str, Rule]] = {
     "v1alpha.PublicAPI.GetLogs": {"pod_id": REQUIRED},
     **_edge_calls(),
 }
-
-# Fields whose rules say more than JSON Schema can: the server may refuse a request the
-# document admits on these (and only these) fields.
-DESCRIBED_ONLY = frozenset(name for name, rule in FIELD_RULES.items() if rule.note)
-
-
-def described_only_paths(method: str) -> frozenset[str]:
-    """Paths of ``method``'s request that only a note describes (in CALL_RULES)."""
-    return frozenset(p for p, rule in CALL_RULES.get(method, {}).items() if rule.note)
-
 
 # -- applying the rules ---------------------------------------------------------------------------
 

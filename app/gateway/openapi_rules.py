@@ -236,8 +236,3 @@ def _resolve(desc: descriptor.Descriptor, path: str) -> list[descriptor.FieldDes
         if fd.message_type is not None:
             desc = fd.message_type
     return fields
-
-
-def resolve(desc: descriptor.Descriptor, path: str) -> list[descriptor.FieldDescriptor]:
-    """The fields along a dotted path of proto field names."""
-    return _resolve(desc, path)

@@ -353,10 +353,12 @@ def _field_violations(
     desc = _descriptor(message)
     if not may_apply(desc):
         return
-    for fd in desc.fields:
+    present: set[str] = set()
+    # Only the fields that are set are walked (a request names few of its message's fields).
+    for fd, value in message.ListFields():
+        present.add(fd.name)
         where = f"{prefix}{fd.name}"
         rule = rules.get(fd.full_name)
-        value = getattr(message, fd.name)
         if fd.is_repeated:
             if _is_map(fd):
                 continue
@@ -365,22 +367,39 @@ def _field_violations(
                 if problem:
                     yield where, problem
                     continue
-            for index, item in enumerate(value):
-                item_where = f"{where}[{index}]"
-                if fd.message_type is not None:
-                    yield from _field_violations(item, f"{item_where}.", rules)
-                elif rule is not None:
-                    yield from _value_violations(rule, item, item_where, set_=True)
-            continue
-        if fd.message_type is not None:
-            present = message.HasField(fd.name)
-            if rule is not None and rule.required and not present:
-                yield where, "is required"
-            if present:
-                yield from _field_violations(value, f"{where}.", rules)
-            continue
-        if rule is not None:
-            yield from _value_violations(rule, value, where, set_=_is_set(fd, message, value))
+            if fd.message_type is not None:
+                if may_apply(fd.message_type):
+                    for index, item in enumerate(value):
+                        yield from _field_violations(item, f"{where}[{index}].", rules)
+            elif rule is not None:
+                for index, item in enumerate(value):
+                    yield from _value_violations(rule, item, f"{where}[{index}]", set_=True)
+        elif fd.message_type is not None:
+            yield from _field_violations(value, f"{where}.", rules)
+        elif rule is not None:
+            yield from _value_violations(rule, value, where, set_=True)
+    for fd in _required_fields(desc):
+        if fd.name not in present:
+            rule = rules[fd.full_name]
+            yield from _value_violations(rule, fd.default_value, f"{prefix}{fd.name}", set_=False)
+
+
+_REQUIRED: dict[str, tuple[descriptor.FieldDescriptor, ...]] = {}
+
+
+def _required_fields(desc: descriptor.Descriptor) -> tuple[descriptor.FieldDescriptor, ...]:
+    """The single fields of ``desc`` whose rule makes them required (cached per type)."""
+    known = _REQUIRED.get(desc.full_name)
+    if known is None:
+        known = tuple(
+            fd
+            for fd in desc.fields
+            if not fd.is_repeated
+            and fd.full_name in FIELD_RULES
+            and FIELD_RULES[fd.full_name].required
+        )
+        _REQUIRED[desc.full_name] = known
+    return known
 
 
 def _value_violations(rule: Rule, value: Any, where: str, *, set_: bool) -> Iterator[Violation]:

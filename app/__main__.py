@@ -14,6 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from app import __version__
 from app.auth import accounts
@@ -78,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(run=_serve)
 
+    _add_proxy_command(commands)
+
     users = commands.add_parser("users", help="manage accounts (in the configured database)")
     users.add_argument("--data-dir", type=Path, help=_setting("state folder", "data_dir"))
     actions = users.add_subparsers(dest="action", required=True)
@@ -119,6 +122,79 @@ def _parser() -> argparse.ArgumentParser:
     )
     openapi.set_defaults(run=_openapi)
     return parser
+
+
+def _add_proxy_command(commands: Any) -> None:
+    proxy = commands.add_parser(
+        "proxy",
+        help="serve REST/JSON, streams and the dashboard in front of other gRPC servers",
+        description=(
+            "Serve every method of the upstream gRPC servers over REST/JSON (google.api.http "
+            "routes and the canonical POST /package.Service/Method), NDJSON/SSE, WebSocket, "
+            "Connect and gRPC-Web, with OpenAPI and the dashboard, until SIGINT or SIGTERM. "
+            "Descriptors come from server reflection (or --descriptor-set); SIGHUP re-reads them."
+        ),
+        epilog=SERVE_EPILOG,
+    )
+    proxy.add_argument(
+        "--upstream",
+        dest="upstreams",
+        action="append",
+        metavar="HOST:PORT",
+        help="a gRPC server to front; repeat for several ($PORTICO_UPSTREAMS, comma-separated)",
+    )
+    proxy.add_argument(
+        "--descriptor-set",
+        help=_setting("a FileDescriptorSet to read instead of server reflection", "descriptor_set"),
+    )
+    proxy.add_argument(
+        "--auth",
+        dest="proxy_auth",
+        choices=["jwt", "none", "passthrough"],
+        help=_setting(
+            "jwt: Portico's accounts and login; none: no checks; passthrough: the caller's "
+            "credentials go to the upstream",
+            "proxy_auth",
+        ),
+    )
+    proxy.add_argument("--http-host", help=_setting("REST/JSON listen address", "http_host"))
+    proxy.add_argument("--http-port", type=int, help=_setting("REST/JSON port", "http_port"))
+    proxy.add_argument(
+        "--data-dir", type=Path, help=_setting("state folder (accounts for --auth jwt)", "data_dir")
+    )
+    proxy.add_argument(
+        "--upstream-tls",
+        action="store_const",
+        const=True,
+        help=_setting("TLS to the upstreams, verified with the system roots", "upstream_tls"),
+    )
+    proxy.add_argument(
+        "--upstream-ca",
+        help=_setting("TLS to the upstreams, verified with this PEM CA", "upstream_ca"),
+    )
+    proxy.add_argument(
+        "--upstream-cert",
+        help=_setting("PEM client certificate for the upstreams", "upstream_cert"),
+    )
+    proxy.add_argument(
+        "--upstream-key", help=_setting("PEM private key of --upstream-cert", "upstream_key")
+    )
+    proxy.add_argument(
+        "--upstream-poll-seconds",
+        type=float,
+        help=_setting(
+            "how often reflection is asked whether descriptors changed", "upstream_poll_seconds"
+        ),
+    )
+    proxy.set_defaults(run=_proxy)
+
+
+def _proxy(args: argparse.Namespace) -> None:
+    from app.proxy.run import proxy
+
+    if args.upstreams is not None:
+        args.upstreams = tuple(args.upstreams)
+    proxy(_settings(args))
 
 
 # codegen needs the development extra (grpcio-tools): imported only when asked for.

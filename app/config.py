@@ -23,6 +23,7 @@ from app.setting_rules import (
     between,
     cidr_list,
     database_url,
+    descriptor_set_or_empty,
     dotted_versions,
     file_or_empty,
     hostname,
@@ -37,6 +38,8 @@ from app.setting_rules import (
     subnet,
     tls_pairing,
     token_or_empty,
+    upstream_list,
+    upstream_tls_pairing,
 )
 
 __all__ = ["DEFAULT_K8S_VERSIONS", "ConfigurationError", "Settings"]
@@ -134,6 +137,20 @@ class Settings:
     # itself (SIGKILL) before replying. Empty (the default) injects no fault.
     test_crash_after_commit: str = _rule("", method_name_or_empty)
     demo: bool = False
+    # `portico proxy`: the gRPC servers it fronts, and where their descriptors come from (server
+    # reflection, or this FileDescriptorSet instead).
+    upstreams: tuple[str, ...] = _rule((), upstream_list)
+    descriptor_set: str = _rule("", descriptor_set_or_empty)
+    # Who may call through the proxy: Portico's accounts and tokens ("jwt"), anyone ("none"), or
+    # the upstream decides from the caller's own credentials, forwarded ("passthrough").
+    proxy_auth: str = _rule("jwt", one_of("jwt", "none", "passthrough"))
+    # TLS to the upstreams: system roots, or this CA (which implies TLS); a client certificate.
+    upstream_tls: bool = False
+    upstream_ca: str = _rule("", file_or_empty)
+    upstream_cert: str = _rule("", file_or_empty)
+    upstream_key: str = _rule("", file_or_empty)
+    # How often the proxy asks the upstreams' reflection whether their descriptors changed.
+    upstream_poll_seconds: float = _rule(30.0, between(0.1, 86_400.0))
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -141,6 +158,9 @@ class Settings:
             if rule is not None:
                 rule(variable(f.name), getattr(self, f.name))
         tls_pairing(self.tls_cert, self.tls_key, self.tls_client_ca)
+        upstream_tls_pairing(
+            self.upstream_tls, self.upstream_ca, self.upstream_cert, self.upstream_key
+        )
         metrics_apart(
             self.metrics, self.metrics_port, self.metrics_token, (self.http_port, self.grpc_port)
         )

@@ -237,14 +237,7 @@ class Portico:
         assert self.gate is not None
         if self.shutting_down:
             raise shutting_down()
-        try:
-            caller = await self.gate.admit(method.full_name, metadata)
-        except Rejected as rejected:
-            headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
-            raise GatewayError(rejected.code, rejected.message, headers=headers) from None
-        if caller is not None:
-            note_user(caller.username)
-        return caller
+        return await admit_caller(self.gate, method, metadata)
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with
@@ -263,6 +256,20 @@ class Portico:
                 await task
         if self.store is not None:
             await self.store.close()
+
+
+async def admit_caller(
+    gate: Gate, method: Method, metadata: Iterable[tuple[str, str | bytes]]
+) -> object:
+    """The gate's verdict on a call, a refusal raised as the transports render it."""
+    try:
+        caller = await gate.admit(method.full_name, metadata)
+    except Rejected as rejected:
+        headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
+        raise GatewayError(rejected.code, rejected.message, headers=headers) from None
+    if caller is not None:
+        note_user(caller.username)
+    return caller
 
 
 # Background work: a coroutine that runs until cancelled, on the leader only.

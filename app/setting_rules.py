@@ -203,6 +203,42 @@ def file_or_empty(variable: str, value: Any) -> None:
         refuse(variable, value, "empty, or the path of a readable PEM file")
 
 
+def upstream_list(variable: str, value: Any) -> None:
+    """Comma-separated ``host:port`` gRPC servers (``[v6]:port`` for IPv6 addresses)."""
+    allowed = "comma-separated host:port gRPC servers, such as 127.0.0.1:50051 or api.example:443"
+    for item in value:
+        host, sep, port = item.rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+            refuse(variable, item, allowed)
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            if not _HOSTNAME.match(host):
+                refuse(variable, item, allowed)
+
+
+def upstream_tls_pairing(tls: bool, ca: str, cert: str, key: str) -> None:
+    """A client certificate needs its key and the reverse; both need TLS to the upstream."""
+    if bool(cert) != bool(key):
+        missing = "PORTICO_UPSTREAM_KEY" if cert else "PORTICO_UPSTREAM_CERT"
+        raise ConfigurationError(
+            f"{missing}: must be set too; allowed: PORTICO_UPSTREAM_CERT and PORTICO_UPSTREAM_KEY "
+            "together"
+        )
+    if cert and not (tls or ca):
+        raise ConfigurationError(
+            "PORTICO_UPSTREAM_CERT: needs TLS to the upstream; allowed: only with "
+            "PORTICO_UPSTREAM_TLS=true or PORTICO_UPSTREAM_CA"
+        )
+
+
+def descriptor_set_or_empty(variable: str, value: Any) -> None:
+    """Empty, or a readable file (``protoc --descriptor_set_out --include_imports``)."""
+    if value and not (os.path.isfile(value) and os.access(value, os.R_OK)):
+        refuse(variable, value, "empty, or the path of a readable FileDescriptorSet file")
+
+
 def tls_pairing(cert: str, key: str, client_ca: str) -> None:
     """A certificate needs its key and the reverse; client verification needs TLS."""
     if bool(cert) != bool(key):

@@ -55,3 +55,41 @@ def uvicorn_tls(settings: Settings) -> dict[str, Any]:
     if not settings.tls:
         return {}
     return {"ssl_certfile": settings.tls_cert, "ssl_keyfile": settings.tls_key}
+
+
+def check_upstream_tls(settings: Settings) -> None:
+    """Raise ConfigurationError unless the upstream CA and client certificate load and match."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if settings.upstream_ca:
+        try:
+            context.load_verify_locations(settings.upstream_ca)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigurationError(
+                f"PORTICO_UPSTREAM_CA: cannot use it ({getattr(exc, 'reason', None) or exc}); "
+                "allowed: PEM CA certificates"
+            ) from None
+    if settings.upstream_cert:
+        try:
+            context.load_cert_chain(settings.upstream_cert, settings.upstream_key)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigurationError(
+                f"PORTICO_UPSTREAM_CERT/PORTICO_UPSTREAM_KEY: cannot use them "
+                f"({getattr(exc, 'reason', None) or exc}); allowed: a PEM certificate chain "
+                "and the PEM private key that matches it"
+            ) from None
+
+
+def upstream_credentials(settings: Settings) -> grpc.ChannelCredentials | None:
+    """Channel credentials for the upstreams: None for plaintext, else TLS with the system
+    roots or the given CA, and the client certificate when one is set."""
+    if not (settings.upstream_tls or settings.upstream_ca):
+        return None
+
+    def read(path: str) -> bytes | None:
+        return Path(path).read_bytes() if path else None
+
+    return grpc.ssl_channel_credentials(
+        root_certificates=read(settings.upstream_ca),
+        private_key=read(settings.upstream_key),
+        certificate_chain=read(settings.upstream_cert),
+    )

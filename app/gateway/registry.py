@@ -8,7 +8,7 @@ all it takes to serve it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -83,12 +83,23 @@ class Service:
 
 
 class Registry:
-    """All services of a set of proto files, in the order the files and services declare them."""
+    """All services of a set of proto files, in the order the files and services declare them.
 
-    def __init__(self, files: Iterable[descriptor.FileDescriptor]) -> None:
+    The files may come from any descriptor pool: the generated modules' (``from_package``) or
+    one built from a remote server's reflection, which ``only`` then narrows to the services
+    that server lists.
+    """
+
+    def __init__(
+        self,
+        files: Iterable[descriptor.FileDescriptor],
+        only: Collection[str] | None = None,
+    ) -> None:
         services: dict[str, Service] = {}
         for file in files:
             for service_desc in file.services_by_name.values():
+                if only is not None and service_desc.full_name not in only:
+                    continue
                 if service_desc.full_name not in services:
                     services[service_desc.full_name] = _service(service_desc)
         self.services: tuple[Service, ...] = tuple(services.values())

@@ -93,10 +93,19 @@ def create_app(
     ready: Callable[[], Awaitable[bool]] | None = None,
 ) -> ASGIApp:
     """The gateway: ``/healthz``, ``/readyz``, the OpenAPI pages, the dashboard, and every RPC
-    binding."""
+    binding, answered by the in-process ``servicers``."""
+    return gateway_app(registry, ServicerInvoker(registry, servicers), options, ready)
+
+
+def gateway_app(
+    registry: Registry,
+    invoker: Invoker,
+    options: GatewayOptions | None = None,
+    ready: Callable[[], Awaitable[bool]] | None = None,
+) -> ASGIApp:
+    """The gateway of :func:`create_app` over any :class:`Invoker` (a proxy's upstream, say)."""
     options = options or GatewayOptions()
     pages, table = _pages(registry, options, ready)
-    invoker: Invoker = ServicerInvoker(registry, servicers)
     if options.idempotency is not None:
         invoker = IdempotentInvoker(invoker, options.idempotency)
     stages = Stages(build_route_table(registry), Transcoder(options.json), invoker, options)

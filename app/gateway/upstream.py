@@ -1,0 +1,204 @@
+"""The second :class:`~app.gateway.invoker.Invoker`: calls answered by a remote gRPC server.
+
+Each method becomes a generic call on a ``grpc.aio`` channel, from its full name and its
+message classes' serializers; nothing per RPC is written. What the flows gave the in-process
+servicers travels as gRPC does it: metadata (request id, trace context, ``grpc-metadata-*``,
+and the caller's ``authorization`` only when told to pass it on), the deadline as the call's
+timeout, and cancellation when the client goes away. The upstream's status, message and
+``google.rpc.Status`` details come back as a :class:`GatewayError`, its metadata as the reply's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+from google.rpc import status_pb2
+
+from app.gateway.context import GatewayContext, Metadata
+from app.gateway.errors import CODE_BY_NUMBER, STATUS_DETAILS_KEY, BadRequest, GatewayError
+from app.gateway.invoker import Call, Invoker, Request
+from app.gateway.registry import Method
+
+# What gRPC allows as metadata: lower-case names, printable ASCII values (unless -bin).
+_KEY = re.compile(r"^[0-9a-z_.-]+$")
+_TEXT = re.compile(r"^[\x20-\x7e]*$")
+# Said by the HTTP side only: the proxy's own peer and forwarding are not the upstream's business.
+_NOT_FORWARDED = frozenset({"x-forwarded-for", "forwarded"})
+_TRACE_HEADERS = (b"traceparent", b"tracestate")
+
+
+class UpstreamInvoker:
+    """Answers each method on the channel of the upstream that serves its service."""
+
+    def __init__(
+        self,
+        methods: Iterable[Method],
+        channels: Mapping[str, grpc.aio.Channel],
+        *,
+        forward_authorization: bool,
+    ) -> None:
+        self._calls: dict[str, Callable[..., Any]] = {
+            m.grpc_path: _multicallable(channels[m.service], m) for m in methods
+        }
+        self._forward_authorization = forward_authorization
+
+    async def unary(self, call: Call, request: Request) -> Message:
+        context = call.context
+        failed: list[BaseException] = []
+        if not isinstance(request, Message):
+            request = _watched(request, failed)
+        grpc_call = self._start(call, request)
+        try:
+            with call.observation.servicer_span():
+                reply = await grpc_call
+            context.initial_metadata = _pairs(await grpc_call.initial_metadata())
+            context.trailing_metadata_sent = _pairs(await grpc_call.trailing_metadata())
+        except grpc.aio.AioRpcError as exc:
+            raise _request_failure(failed) or upstream_error(exc, context) from None
+        finally:
+            context.finish()
+        assert isinstance(reply, Message)
+        return reply
+
+    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
+        return call.observation.replies(self._replies(call, request))
+
+    async def _replies(self, call: Call, request: Request) -> AsyncIterator[Message]:
+        context = call.context
+        failed: list[BaseException] = []
+        if not isinstance(request, Message):
+            request = _watched(request, failed)
+        grpc_call = self._start(call, request)
+        try:
+            first = True
+            async for reply in grpc_call:
+                if first:  # the headers go out with the first reply: the upstream's come with it
+                    context.initial_metadata = _pairs(await grpc_call.initial_metadata())
+                    first = False
+                yield reply
+            context.trailing_metadata_sent = _pairs(await grpc_call.trailing_metadata())
+        except grpc.aio.AioRpcError as exc:
+            raise _request_failure(failed) or upstream_error(exc, context) from None
+        finally:
+            grpc_call.cancel()  # a no-op once it ended; the upstream's work stops otherwise
+
+    def _start(self, call: Call, request: Request) -> Any:
+        method = call.method
+        multicallable = self._calls.get(method.grpc_path)
+        if multicallable is None:
+            raise GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served")
+        context = call.context
+        grpc_call = multicallable(
+            request, metadata=self._metadata(call), timeout=context.time_remaining()
+        )
+        # The client went away or the flow gave up: the upstream hears of it at once.
+        context.add_done_callback(lambda _: grpc_call.cancel())
+        return grpc_call
+
+    def _metadata(self, call: Call) -> Metadata:
+        found: list[tuple[str, str | bytes]] = []
+        for key, value in call.context.invocation_metadata():
+            if key in _NOT_FORWARDED or (
+                key == "authorization" and not self._forward_authorization
+            ):
+                continue
+            _check(key, value)
+            found.append((key, value))
+        for name in _TRACE_HEADERS:
+            value = call.headers.get(name)
+            if value is not None:
+                text = value.decode("latin-1")
+                _check(name.decode(), text)
+                found.append((name.decode(), text))
+        return tuple(found)
+
+
+class ByService:
+    """Sends each call to the invoker of its service: in-process servicers beside an upstream
+    (the proxy's own login beside the services it fronts)."""
+
+    def __init__(self, invokers: Mapping[str, Invoker]) -> None:
+        self._invokers = dict(invokers)
+
+    def _for(self, call: Call) -> Invoker:
+        invoker = self._invokers.get(call.method.service)
+        if invoker is None:
+            raise GatewayError(
+                grpc.StatusCode.UNIMPLEMENTED, f"{call.method.full_name} is not served"
+            )
+        return invoker
+
+    async def unary(self, call: Call, request: Request) -> Message:
+        return await self._for(call).unary(call, request)
+
+    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
+        return self._for(call).stream(call, request)
+
+
+def upstream_error(exc: grpc.aio.AioRpcError, context: GatewayContext) -> GatewayError:
+    """The upstream's status as the gateway renders it: code, message and rich details."""
+    trailing = _pairs(exc.trailing_metadata())
+    context.trailing_metadata_sent = trailing
+    code = exc.code()
+    for key, value in trailing:
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            try:
+                status = status_pb2.Status.FromString(value)
+            except Exception:  # a malformed trailer: the plain status still holds
+                break
+            if CODE_BY_NUMBER.get(status.code) is code:
+                return GatewayError.from_status(status)
+    return GatewayError(code, exc.details() or "")
+
+
+def _multicallable(channel: grpc.aio.Channel, method: Method) -> Callable[..., Any]:
+    kinds = {
+        "unary": channel.unary_unary,
+        "server_streaming": channel.unary_stream,
+        "client_streaming": channel.stream_unary,
+        "bidi_streaming": channel.stream_stream,
+    }
+    return kinds[method.kind](
+        method.grpc_path,
+        request_serializer=method.input_type.SerializeToString,
+        response_deserializer=method.output_type.FromString,
+    )
+
+
+def _pairs(metadata: Any) -> Metadata:
+    return tuple((key, value) for key, value in metadata or ())
+
+
+def _check(key: str, value: str | bytes) -> None:
+    """Refuse, naming it, a header gRPC cannot carry (it would fail the call less clearly)."""
+    if key.startswith("grpc-") or not _KEY.match(key):
+        raise BadRequest(f"header {key} cannot travel as gRPC metadata", [(key, "bad name")])
+    if isinstance(value, str) and not _TEXT.match(value):
+        raise BadRequest(
+            f"header {key} cannot travel as gRPC metadata: not printable ASCII",
+            [(key, "not printable ASCII")],
+        )
+
+
+async def _watched(
+    requests: AsyncIterator[Message], failed: list[BaseException]
+) -> AsyncIterator[Message]:
+    """The client stream's messages; a bad one (grpc would only see the upstream call fail) is
+    kept in ``failed`` so that the caller hears what was wrong with its input."""
+    try:
+        async for message in requests:
+            yield message
+    except BaseException as exc:
+        failed.append(exc)
+        raise
+
+
+def _request_failure(failed: list[BaseException]) -> GatewayError | None:
+    for exc in failed:
+        if isinstance(exc, GatewayError):
+            return exc
+    return None

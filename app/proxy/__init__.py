@@ -1,0 +1,1 @@
+"""``portico proxy``: the gateway in front of another gRPC server (see ``server.py``)."""

@@ -1,0 +1,62 @@
+"""Running ``portico proxy``: the HTTP server over the proxy's app, signals, the start-up line."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+import uvicorn
+
+from app import __version__
+from app.config import ConfigurationError, Settings
+from app.listeners import http_socket
+from app.main import _url_host, http_config, run_event_loop
+from app.observe.logs import configure_logging
+from app.proxy.server import Proxy, check_proxy_settings
+
+log = logging.getLogger("portico.proxy")
+
+
+async def run(settings: Settings) -> None:
+    """Serve REST/JSON in front of the upstreams until SIGINT/SIGTERM; SIGHUP re-reads their
+    descriptors."""
+    proxy = Proxy(settings)
+    await proxy.start()
+    http_server = uvicorn.Server(http_config(settings, proxy.app))
+    loop = asyncio.get_running_loop()
+
+    def shut_down() -> None:
+        proxy.begin_shutdown()
+        http_server.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, shut_down)
+    loop.add_signal_handler(signal.SIGHUP, proxy.request_reload)
+    try:
+        listener = http_socket(settings.http_host, settings.http_port, shared=False)
+        scheme = "https" if settings.tls else "http"
+        http_base = f"{scheme}://{_url_host(settings.http_host)}:{listener.getsockname()[1]}"
+        log.info(
+            "portico %s proxy: REST/JSON on %s in front of %s (auth: %s; dashboard: %s/dashboard/)",
+            __version__,
+            http_base,
+            ", ".join(settings.upstreams),
+            settings.proxy_auth,
+            http_base,
+        )
+        await http_server.serve(sockets=[listener])
+    finally:
+        await proxy.stop()
+
+
+def proxy(settings: Settings) -> None:
+    """Entry point of ``portico proxy``."""
+    configure_logging(settings.log_format)
+    try:
+        check_proxy_settings(settings)
+        with contextlib.suppress(KeyboardInterrupt):
+            run_event_loop(run(settings))
+    except ConfigurationError as exc:
+        raise SystemExit(f"portico: {exc}") from None

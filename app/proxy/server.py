@@ -1,0 +1,335 @@
+"""``portico proxy``: the gateway in front of gRPC servers Portico did not write.
+
+The same gateway app as ``serve`` (router, codec, streaming, errors, OpenAPI, dashboard, gate),
+built from the upstreams' descriptors and answered by an
+:class:`~app.gateway.upstream.UpstreamInvoker` instead of in-process servicers. When the
+descriptors change (a poll of server reflection, or SIGHUP) a new app is built and swapped in;
+calls in flight finish on the one they started on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import descriptor
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app import __version__
+from app.auth.gate import Gate
+from app.auth.passwords import PasswordHasher
+from app.auth.service import AuthService
+from app.auth.tokens import TokenIssuer, load_secret
+from app.codegen import GEN, is_public
+from app.config import ConfigurationError, Settings
+from app.gateway.admission import NO_AUTH
+from app.gateway.codec import JsonOptions
+from app.gateway.invoker import Invoker, ServicerInvoker
+from app.gateway.open_streams import OpenStreams, shutting_down
+from app.gateway.openapi import openapi_document
+from app.gateway.options import GatewayOptions
+from app.gateway.registry import Method, Registry
+from app.gateway.routes import gateway_app
+from app.gateway.upstream import ByService, UpstreamInvoker
+from app.main import (
+    _supervised,
+    admit_caller,
+    bootstrap_admin,
+    purge_expired_revocations,
+)
+from app.observe.calls import Telemetry
+from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
+from app.store import ObjectStore, make_private_folder
+from app.tls import check_upstream_tls, upstream_credentials
+
+log = logging.getLogger("portico.proxy")
+
+AUTH_SERVICE = "services.auth.AuthService"
+REFLECTION_TIMEOUT_SECONDS = 10.0
+READY_TIMEOUT_SECONDS = 1.0
+# Reconnect soon after an upstream comes back (grpc's default backoff grows to two minutes).
+CHANNEL_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
+
+class SwappableApp:
+    """The ASGI app of the current descriptors; a request runs on the app it found."""
+
+    def __init__(self) -> None:
+        self.current: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.current is not None, "the proxy serves once its first app is built"
+        await self.current(scope, receive, send)
+
+
+@dataclasses.dataclass
+class Upstream:
+    """One gRPC server fronted, and the descriptors last read from it."""
+
+    target: str
+    channel: grpc.aio.Channel
+    descriptors: Descriptors | None = None
+
+
+def check_proxy_settings(settings: Settings) -> None:
+    """What only the proxy needs of the settings; ConfigurationError naming the setting."""
+    if not settings.upstreams:
+        raise ConfigurationError(
+            "PORTICO_UPSTREAMS: none given; allowed: one or more host:port (--upstream)"
+        )
+    if settings.descriptor_set and len(settings.upstreams) != 1:
+        raise ConfigurationError(
+            "PORTICO_DESCRIPTOR_SET: needs exactly one upstream; allowed: a descriptor set with "
+            "one --upstream (several upstreams describe themselves by reflection)"
+        )
+    if settings.workers != 1:
+        refused = settings.workers
+        raise ConfigurationError(f"PORTICO_WORKERS: {refused} is not allowed; allowed: 1 (proxy)")
+    check_upstream_tls(settings)
+    if settings.descriptor_set:
+        try:
+            from_file_set(Path(settings.descriptor_set).read_bytes(), settings.descriptor_set)
+        except DescriptorError as exc:
+            raise ConfigurationError(f"PORTICO_DESCRIPTOR_SET: {exc}") from None
+
+
+class Proxy:
+    """The upstreams' channels, the gate, and the app built from their descriptors."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.app = SwappableApp()
+        self.upstreams: list[Upstream] = []
+        self.shutting_down = False
+        self.streams = OpenStreams(settings.stream_heartbeat_seconds)
+        self.json = JsonOptions(
+            proto_names=settings.json_names == "proto",
+            ignore_unknown=settings.unknown_fields == "ignore",
+        )
+        self.store: ObjectStore | None = None
+        self.gate: Gate | None = None
+        self._local: Registry | None = None  # the login, with --auth jwt
+        self._servicers: dict[str, object] = {}
+        self._reload_wanted = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._work: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
+        settings = self.settings
+        check_proxy_settings(settings)
+        if settings.proxy_auth == "jwt":
+            await self._open_auth_store()
+        else:
+            log.warning(
+                "--auth %s: the proxy checks no credentials; %s",
+                settings.proxy_auth,
+                "the upstreams decide on the caller's own"
+                if settings.proxy_auth == "passthrough"
+                else "anyone who reaches it may call every method of the upstreams",
+            )
+        credentials = upstream_credentials(settings)
+        for target in settings.upstreams:
+            channel = (
+                grpc.aio.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
+                if credentials is not None
+                else grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+            )
+            self.upstreams.append(Upstream(target, channel))
+        await self.reload(signalled=True)
+        self._work.append(asyncio.create_task(self._watch()))
+
+    async def _open_auth_store(self) -> None:
+        """The same accounts, tokens and login as ``portico serve`` over the same settings."""
+        settings = self.settings
+        make_private_folder(settings.data_dir)
+        issuer = TokenIssuer(
+            load_secret(settings.jwt_secret, settings.data_dir),
+            ttl_seconds=settings.token_ttl_seconds,
+        )
+        self.store = await asyncio.to_thread(ObjectStore.open, settings.effective_database_url)
+        hasher = PasswordHasher(cost=settings.password_hash_cost)
+        await bootstrap_admin(self.store, hasher, settings.admin_password)
+        self.gate = Gate(self.store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
+        gen = Registry.from_package("gen")
+        auth_file = next(s.descriptor.file for s in gen.services if s.full_name == AUTH_SERVICE)
+        self._local = Registry([auth_file], only={AUTH_SERVICE})
+        self._servicers = {AUTH_SERVICE: AuthService(self.gate)}
+        self._work.append(asyncio.create_task(_supervised(purge_expired_revocations(self.store))))
+
+    def request_reload(self) -> None:
+        """Re-read every upstream's descriptors soon (SIGHUP)."""
+        self._reload_wanted.set()
+
+    async def _watch(self) -> None:
+        """Re-read descriptors when asked, and ask reflection every poll interval."""
+        while True:
+            signalled = False
+            # An upstream not heard from yet is asked again soon, whatever the interval.
+            waiting = any(u.descriptors is None for u in self.upstreams)
+            interval = self.settings.upstream_poll_seconds
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(interval, 1.0) if waiting else interval):
+                    await self._reload_wanted.wait()
+                    signalled = True
+            self._reload_wanted.clear()
+            await self.reload(signalled=signalled)
+
+    async def reload(self, *, signalled: bool) -> bool:
+        """Read the descriptors again; rebuild the app when any changed. A descriptor set is
+        read again only when signalled; an upstream that cannot answer keeps what it had."""
+        async with self._lock:
+            changed = self.app.current is None
+            for upstream in self.upstreams:
+                if self.settings.descriptor_set and not signalled and upstream.descriptors:
+                    continue
+                try:
+                    fresh = await self._read(upstream)
+                except DescriptorError as exc:
+                    log.warning("descriptors not (re)read: %s", exc)
+                    continue
+                if upstream.descriptors is None or fresh.digest != upstream.descriptors.digest:
+                    upstream.descriptors = fresh
+                    changed = True
+            if changed:
+                self._build()
+            return changed
+
+    async def _read(self, upstream: Upstream) -> Descriptors:
+        path = self.settings.descriptor_set
+        if path:
+            data = await asyncio.to_thread(Path(path).read_bytes)
+            return from_file_set(data, path)
+        return await from_reflection(upstream.channel, REFLECTION_TIMEOUT_SECONDS, upstream.target)
+
+    def _build(self) -> None:
+        """A new app over the current descriptors, swapped in for the next request."""
+        files: list[descriptor.FileDescriptor] = []
+        channels: dict[str, grpc.aio.Channel] = {}
+        local = self._local
+        if local is not None:
+            files.extend(s.descriptor.file for s in local.services)
+        comments = [(GEN / "portico.binpb").read_bytes()] if local is not None else []
+        for upstream in self.upstreams:
+            found = upstream.descriptors
+            if found is None:
+                continue
+            comments.append(found.file_set())
+            for name in found.services:
+                if local is not None and name == AUTH_SERVICE:
+                    continue
+                if name in channels:
+                    log.warning("%s is served by two upstreams; calls go to the first", name)
+                    continue
+                channels[name] = upstream.channel
+                files.append(found.pool.FindServiceByName(name).file)
+        services = set(channels) | ({AUTH_SERVICE} if local is not None else set())
+        registry = Registry(files, only=services)
+        remote = [m for m in registry if m.service in channels]
+        invoker: Invoker = UpstreamInvoker(
+            remote, channels, forward_authorization=self.settings.proxy_auth == "passthrough"
+        )
+        if local is not None:
+            by_service: dict[str, Invoker] = dict.fromkeys(channels, invoker)
+            by_service[AUTH_SERVICE] = ServicerInvoker(local, self._servicers)
+            invoker = ByService(by_service)
+        options = self._options(registry, b"".join(comments))
+        self.app.current = gateway_app(registry, invoker, options, ready=self.ready)
+        log.info(
+            "serving %d method(s) of %d service(s) from %s",
+            len(registry),
+            len(registry.services),
+            ", ".join(u.target for u in self.upstreams),
+        )
+
+    def _options(self, registry: Registry, descriptor_set: bytes) -> GatewayOptions:
+        settings = self.settings
+        auth = settings.proxy_auth
+        public = (lambda m: True) if auth == "none" else is_public if auth == "jwt" else None
+        document = openapi_document(
+            registry,
+            self.json,
+            title="Portico proxy",
+            version=__version__,
+            public_methods=public or (lambda m: False),
+            descriptor_set=descriptor_set,
+        )
+        return GatewayOptions(
+            json=self.json,
+            max_body_bytes=settings.max_body_bytes,
+            body_timeout_seconds=settings.body_timeout_seconds,
+            streams=self.streams,
+            cors_origins=settings.cors_origins,
+            rpc_prefix=settings.rpc_prefix,
+            authenticate=self._authenticate if auth == "jwt" else self._admit_all,
+            openapi=document,
+            telemetry=Telemetry(metrics=settings.metrics, request_log=settings.request_log),
+            metrics_endpoint=settings.metrics,
+            metrics_token=settings.metrics_token,
+        )
+
+    async def _authenticate(
+        self, method: Method, metadata: Iterable[tuple[str, str | bytes]]
+    ) -> object:
+        assert self.gate is not None
+        if self.shutting_down:
+            raise shutting_down()
+        return await admit_caller(self.gate, method, metadata)
+
+    async def _admit_all(self, method: Method, metadata: Any) -> object:
+        if self.shutting_down:
+            raise shutting_down()
+        return await NO_AUTH(method, metadata)
+
+    async def ready(self) -> bool:
+        """Readiness: not shutting down, the auth store answers, and every upstream has given
+        its descriptors and accepts a connection now."""
+        if self.shutting_down:
+            return False
+        if self.store is not None:
+            try:
+                await self.store.current_revision()
+            except Exception:  # a probe: whatever the store raises means "not ready"
+                log.warning("not ready: the auth store does not answer", exc_info=True)
+                return False
+        for upstream in self.upstreams:
+            if upstream.descriptors is None:
+                return False
+            try:
+                async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+                    await upstream.channel.channel_ready()
+            except TimeoutError:
+                log.warning("not ready: upstream %s does not answer", upstream.target)
+                return False
+        return True
+
+    def begin_shutdown(self) -> None:
+        self.shutting_down = True
+        self.streams.close_all()
+
+    async def stop(self) -> None:
+        self.begin_shutdown()
+        for task in self._work:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for upstream in self.upstreams:
+            await upstream.channel.close()
+        if self.store is not None:
+            await self.store.close()

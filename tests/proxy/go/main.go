@@ -59,7 +59,7 @@ func (echo) Count(req *pb.CountRequest, stream pb.Echo_CountServer) error {
 		select {
 		case <-stream.Context().Done():
 			fmt.Println("cancelled Count")
-			return stream.Context().Err()
+			return status.FromContextError(stream.Context().Err()).Err()
 		case <-time.After(time.Duration(req.IntervalMs) * time.Millisecond):
 		}
 	}
@@ -112,22 +112,29 @@ func (echo) Fail(ctx context.Context, req *pb.SayRequest) (*pb.SayReply, error) 
 func (echo) Sleep(ctx context.Context, req *pb.SleepRequest) (*pb.SayReply, error) {
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, status.FromContextError(ctx.Err()).Err()
 	case <-time.After(time.Duration(req.Millis) * time.Millisecond):
 		return reply(ctx, "awake"), nil
 	}
 }
 
 // Debian's grpc-go marshals through github.com/golang/protobuf 1.3, which cannot handle the
-// messages today's protoc-gen-go generates: the codec of google.golang.org/protobuf instead.
+// messages today's protoc-gen-go generates: those go through google.golang.org/protobuf, the
+// older ones (grpc-go's own reflection messages) as before.
 type codec struct{}
 
 func (codec) Marshal(v interface{}) ([]byte, error) {
-	return protov2.Marshal(v.(protov2.Message))
+	if m, ok := v.(protov2.Message); ok {
+		return protov2.Marshal(m)
+	}
+	return protov1.Marshal(v.(protov1.Message))
 }
 
 func (codec) Unmarshal(data []byte, v interface{}) error {
-	return protov2.Unmarshal(data, v.(protov2.Message))
+	if m, ok := v.(protov2.Message); ok {
+		return protov2.Unmarshal(data, m)
+	}
+	return protov1.Unmarshal(data, v.(protov1.Message))
 }
 
 func (codec) Name() string { return "proto" }

@@ -1,0 +1,219 @@
+"""``portico proxy`` in front of Echo servers Portico did not write: a grpcio server with
+reflection (v1alpha) and a grpc-go server, each a process of its own. Every streaming kind,
+errors with details, deadlines, metadata and cancellation, through REST/JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+
+from tests.harness import eventually, run
+from tests.proxy.processes import (
+    Process,
+    free_port,
+    go_echo_binary,
+    python_gen,
+    start_go_echo,
+    start_proxy,
+    start_python_echo,
+)
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@dataclass
+class Proxied:
+    upstream: Process
+    proxy: Process
+    base: str
+    server: str  # what the upstream says it is: "python" or "go"
+
+
+@pytest.fixture(scope="module", params=["python", "go"])
+def proxied(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Proxied]:
+    port = free_port()
+    if request.param == "go":
+        upstream = start_go_echo(go_echo_binary(), port)
+    else:
+        upstream = start_python_echo(python_gen(tmp_path_factory.mktemp("echo")), port)
+    try:
+        proxy, base = start_proxy("--upstream", f"127.0.0.1:{port}", "--auth", "none")
+        try:
+            yield Proxied(upstream, proxy, base, request.param)
+        finally:
+            proxy.stop()
+    finally:
+        upstream.stop()
+
+
+def client(proxied: Proxied) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=proxied.base, timeout=10)
+
+
+def ndjson(response: httpx.Response) -> list[dict]:
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+
+def test_a_unary_call_goes_to_the_upstream_with_the_callers_metadata(proxied: Proxied) -> None:
+    async def scenario() -> httpx.Response:
+        async with client(proxied) as http:
+            return await http.get(
+                "/v1/say/hello",
+                headers={
+                    "x-request-id": "req-42",
+                    "traceparent": TRACEPARENT,
+                    "grpc-metadata-tenant": "blue",
+                    "authorization": "Bearer not-for-the-upstream",
+                },
+            )
+
+    response = run(scenario())
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["text"] == "hello"
+    assert reply["server"] == proxied.server
+    seen = reply["metadata"]
+    assert seen["x-request-id"] == "req-42"
+    assert seen["traceparent"] == TRACEPARENT
+    assert seen["tenant"] == "blue"
+    assert "authorization" not in seen  # --auth none forwards no credentials
+    # The upstream's response metadata comes back as grpc-metadata-* headers.
+    assert response.headers["grpc-metadata-x-echo"] == "said"
+    assert response.headers["x-request-id"] == "req-42"
+
+
+def test_server_streaming_as_ndjson_and_sse(proxied: Proxied) -> None:
+    async def scenario() -> tuple[httpx.Response, httpx.Response]:
+        async with client(proxied) as http:
+            lines = await http.get("/v1/count/3", params={"interval_ms": 1})
+            events = await http.get(
+                "/v1/count/2", params={"interval_ms": 1}, headers={"accept": "text/event-stream"}
+            )
+            return lines, events
+
+    lines, events = run(scenario())
+    assert lines.status_code == 200
+    assert [m["result"]["text"] for m in ndjson(lines)] == ["0", "1", "2"]
+    assert events.headers["content-type"].startswith("text/event-stream")
+    data = [json.loads(line[5:]) for line in events.text.splitlines() if line.startswith("data:")]
+    assert [d["result"]["text"] for d in data] == ["0", "1"]
+
+
+def test_client_streaming_sums_what_the_client_streams(proxied: Proxied) -> None:
+    async def scenario() -> httpx.Response:
+        async with client(proxied) as http:
+            body = "".join(json.dumps({"value": v}) + "\n" for v in (1, 2, 39))
+            return await http.post(
+                "/v1/sum", content=body, headers={"content-type": "application/x-ndjson"}
+            )
+
+    response = run(scenario())
+    assert response.status_code == 200, response.text
+    assert response.json() == {"sum": "42", "count": 3}
+
+
+def test_bidi_streaming_over_ndjson(proxied: Proxied) -> None:
+    async def scenario() -> httpx.Response:
+        async with client(proxied) as http:
+            body = "".join(json.dumps({"text": t}) + "\n" for t in ("ab", "cd"))
+            return await http.post(
+                "/v1/chat", content=body, headers={"content-type": "application/x-ndjson"}
+            )
+
+    response = run(scenario())
+    assert response.status_code == 200, response.text
+    assert [m["result"]["text"] for m in ndjson(response)] == ["AB", "CD"]
+
+
+def test_an_upstream_error_keeps_its_code_message_and_details(proxied: Proxied) -> None:
+    async def scenario() -> httpx.Response:
+        async with client(proxied) as http:
+            return await http.post("/v1/fail", json={"text": "hi"})
+
+    response = run(scenario())
+    assert response.status_code == 400  # FAILED_PRECONDITION
+    body = response.json()
+    assert body["code"] == 9
+    assert body["message"] == "no echo today"
+    assert body["details"] == [
+        {
+            "@type": "type.googleapis.com/google.rpc.BadRequest",
+            "field_violations": [{"field": "text", "description": "'hi' is not welcome"}]
+            if proxied.server == "python"
+            else [{"field": "text", "description": '"hi" is not welcome'}],
+        }
+    ]
+
+
+def test_the_callers_deadline_is_the_upstream_calls(proxied: Proxied) -> None:
+    async def scenario() -> httpx.Response:
+        async with client(proxied) as http:
+            return await http.post(
+                "/v1/sleep", json={"millis": 20_000}, headers={"grpc-timeout": "200m"}
+            )
+
+    response = run(scenario())
+    assert response.status_code == 504
+    assert response.json()["code"] == 4  # DEADLINE_EXCEEDED
+    assert response.elapsed.total_seconds() < 10
+
+
+def test_a_client_that_goes_away_cancels_the_upstream_stream(proxied: Proxied) -> None:
+    async def scenario() -> None:
+        async with client(proxied) as http:
+            params = {"interval_ms": 50}
+            async with http.stream("GET", "/v1/count/100000", params=params) as response:
+                async for line in response.aiter_lines():
+                    assert json.loads(line)["result"]["text"] == "0"
+                    break
+        # The connection is closed: the upstream hears of it.
+        proxied.upstream.wait_for("cancelled Count", timeout=10)
+
+    run(scenario())
+
+
+def test_the_openapi_document_and_connect_cover_the_proxied_methods(proxied: Proxied) -> None:
+    async def scenario() -> tuple[httpx.Response, httpx.Response]:
+        async with client(proxied) as http:
+            document = await http.get("/openapi.json")
+            connect = await http.post(
+                "/api/portico.echo.v1.Echo/Say",
+                json={"text": "via connect"},
+                headers={"connect-protocol-version": "1"},
+            )
+            return document, connect
+
+    document, connect = run(scenario())
+    paths = document.json()["paths"]
+    assert paths["/v1/say/{text}"]["get"]["x-portico-rpc"] == "portico.echo.v1.Echo.Say"
+    assert paths["/portico.echo.v1.Echo/Chat"]["post"]["x-portico-streaming"] == "bidi_streaming"
+    assert connect.status_code == 200, connect.text
+    assert connect.json()["text"] == "via connect"
+
+
+def test_readyz_is_green_while_the_upstream_answers(proxied: Proxied) -> None:
+    async def ready() -> bool:
+        async with client(proxied) as http:
+            return (await http.get("/readyz")).status_code == 200
+
+    run(eventually(ready, 10, what="/readyz 200"))
+
+
+def test_bidi_streaming_over_a_websocket(proxied: Proxied) -> None:
+    async def scenario() -> list[str]:
+        at = proxied.base.removeprefix("http://")
+        async with connect(f"ws://{at}/v1/chat") as socket:
+            replies = []
+            for text in ("one", "two"):
+                await socket.send(json.dumps({"text": text}))
+                replies.append(json.loads(await socket.recv())["result"]["text"])
+            return replies
+
+    assert run(scenario()) == ["ONE", "TWO"]

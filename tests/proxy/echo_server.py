@@ -3,8 +3,8 @@ process of its own: ``python echo_server.py --gen DIR --port N [--reflection v1a
 
 ``DIR`` holds the generated ``portico/echo/v1/echo_pb2*.py``; a variant with the extra method
 ``Shout`` is served when it has one. grpcio-reflection serves v1alpha only; ``both`` serves
-v1 too (with Portico's reflection servicer). Lines on stdout say what happened: ``listening``,
-``cancelled Count``.
+v1 too (with Portico's reflection servicer); ``none`` serves no reflection. Lines on stdout
+say what happened: ``listening``, ``cancelled Count``.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ async def serve(port: int, reflection_versions: str) -> None:
         from app.reflection import Reflection
 
         server.add_generic_rpc_handlers(Reflection([SERVICE]).handlers())
-    else:
+    elif reflection_versions == "v1alpha":
         reflection.enable_server_reflection([SERVICE, reflection.SERVICE_NAME], server)
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
@@ -101,7 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gen", required=True)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--reflection", choices=["v1alpha", "both"], default="v1alpha")
+    parser.add_argument("--reflection", choices=["v1alpha", "both", "none"], default="v1alpha")
     args = parser.parse_args()
     sys.path.insert(0, args.gen)
     asyncio.run(serve(args.port, args.reflection))

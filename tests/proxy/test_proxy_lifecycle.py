@@ -1,0 +1,172 @@
+"""What ``portico proxy`` does as its upstream comes and goes and changes: readiness, recovery,
+descriptors re-read on SIGHUP and by polling reflection, from a descriptor set; and the three
+auth modes."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+
+from tests.harness import eventually, run
+from tests.proxy.processes import (
+    descriptor_set,
+    free_port,
+    python_gen,
+    start_proxy,
+    start_python_echo,
+)
+
+
+async def status_of(base: str, path: str, **kwargs: object) -> int:
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        return (await http.get(path, **kwargs)).status_code  # type: ignore[arg-type]
+
+
+def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_methods(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    upstream = start_python_echo(python_gen(tmp_path / "old"), port)
+    # Polling would notice only in an hour: the signal is what makes the proxy look again.
+    flags = ("--upstream", f"127.0.0.1:{port}", "--auth", "none", "--upstream-poll-seconds", "3600")
+    proxy, base = start_proxy(*flags)
+    newer = None
+    try:
+
+        async def scenario() -> None:
+            async def ready_is(code: int) -> bool:
+                return await status_of(base, "/readyz") == code
+
+            await eventually(lambda: ready_is(200), 10, what="/readyz 200 at first")
+            assert await status_of(base, "/v1/say/up") == 200
+            assert await status_of(base, "/v1/shout/up") == 404
+            upstream.stop()
+            await eventually(lambda: ready_is(503), 10, what="/readyz 503 with the upstream down")
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                down = await http.get("/v1/say/down")
+            assert down.status_code == 503
+            assert down.json()["code"] == 14  # UNAVAILABLE
+            # Back, and newer: it has gained a method.
+            nonlocal newer
+            newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port)
+            await eventually(lambda: ready_is(200), 10, what="/readyz 200 once it is back")
+            assert await status_of(base, "/v1/say/again") == 200
+            proxy.signal(signal.SIGHUP)
+
+            async def shouted() -> bool:
+                return await status_of(base, "/v1/shout/hi") == 200
+
+            await eventually(shouted, 10, what="GET /v1/shout/hi served after SIGHUP")
+
+        run(scenario())
+    finally:
+        proxy.stop()
+        upstream.stop()
+        if newer is not None:
+            newer.stop()
+
+
+def test_polling_v1_reflection_notices_a_new_method_without_a_signal(tmp_path: Path) -> None:
+    port = free_port()
+    # "both": the upstream serves reflection v1 as well, which the proxy asks first.
+    upstream = start_python_echo(python_gen(tmp_path / "old"), port, reflection="both")
+    flags = ("--upstream", f"127.0.0.1:{port}", "--auth", "none", "--upstream-poll-seconds", "0.2")
+    proxy, base = start_proxy(*flags)
+    newer = None
+    try:
+
+        async def scenario() -> None:
+            async def say_served() -> bool:
+                return await status_of(base, "/v1/say/hi") == 200
+
+            await eventually(say_served, 10, what="GET /v1/say/hi served")
+            assert await status_of(base, "/v1/shout/hi") == 404
+            upstream.stop()
+            nonlocal newer
+            newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port, "both")
+
+            async def shouted() -> bool:
+                return await status_of(base, "/v1/shout/hi") == 200
+
+            await eventually(shouted, 10, what="GET /v1/shout/hi served after a poll")
+
+        run(scenario())
+    finally:
+        proxy.stop()
+        upstream.stop()
+        if newer is not None:
+            newer.stop()
+
+
+def test_a_descriptor_set_replaces_reflection(tmp_path: Path) -> None:
+    port = free_port()
+    # No reflection: the descriptor set is all the proxy knows the upstream by.
+    upstream = start_python_echo(python_gen(tmp_path), port, reflection="none")
+    proxy, base = start_proxy(
+        "--upstream",
+        f"127.0.0.1:{port}",
+        "--auth",
+        "none",
+        "--descriptor-set",
+        str(descriptor_set(tmp_path)),
+    )
+    try:
+        assert run(status_of(base, "/v1/say/from-a-file")) == 200
+        assert run(status_of(base, "/readyz")) == 200
+    finally:
+        proxy.stop()
+        upstream.stop()
+
+
+def test_auth_jwt_gates_calls_with_portico_logins_and_keeps_the_token_to_itself(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    upstream = start_python_echo(python_gen(tmp_path), port)
+    proxy, base = start_proxy(
+        "--upstream", f"127.0.0.1:{port}", "--auth", "jwt", data_dir=tmp_path / "data"
+    )
+    try:
+
+        async def scenario() -> None:
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                anonymous = await http.get("/v1/say/hi")
+                assert anonymous.status_code == 401
+                login = await http.post(
+                    "/v1/auth:login", json={"username": "admin", "password": "admin-password"}
+                )
+                assert login.status_code == 200, login.text
+                token = login.json()["token"]
+                signed_in = await http.get(
+                    "/v1/say/hi", headers={"authorization": f"Bearer {token}"}
+                )
+                assert signed_in.status_code == 200, signed_in.text
+                assert "authorization" not in signed_in.json()["metadata"]
+                document = (await http.get("/openapi.json")).json()
+                assert "/v1/auth:login" in document["paths"]
+                assert "/v1/say/{text}" in document["paths"]
+
+        run(scenario())
+    finally:
+        proxy.stop()
+        upstream.stop()
+
+
+def test_auth_passthrough_forwards_the_callers_credentials(tmp_path: Path) -> None:
+    port = free_port()
+    upstream = start_python_echo(python_gen(tmp_path), port)
+    proxy, base = start_proxy("--upstream", f"127.0.0.1:{port}", "--auth", "passthrough")
+    try:
+
+        async def scenario() -> httpx.Response:
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                return await http.get("/v1/say/hi", headers={"authorization": "Bearer theirs"})
+
+        response = run(scenario())
+        assert response.status_code == 200
+        assert response.json()["metadata"]["authorization"] == "Bearer theirs"
+    finally:
+        proxy.stop()
+        upstream.stop()

@@ -98,9 +98,16 @@ def check_proxy_settings(settings: Settings) -> None:
     check_upstream_tls(settings)
     if settings.descriptor_set:
         try:
-            from_file_set(Path(settings.descriptor_set).read_bytes(), settings.descriptor_set)
+            found = from_file_set(
+                Path(settings.descriptor_set).read_bytes(), settings.descriptor_set
+            )
         except DescriptorError as exc:
             raise ConfigurationError(f"PORTICO_DESCRIPTOR_SET: {exc}") from None
+        if not found.services:
+            raise ConfigurationError(
+                f"PORTICO_DESCRIPTOR_SET: {settings.descriptor_set} declares no service; allowed: "
+                "a set with the upstream's services (protoc --include_imports)"
+            )
 
 
 class Proxy:

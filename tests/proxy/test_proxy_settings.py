@@ -1,0 +1,92 @@
+"""Every setting of ``portico proxy`` is checked at start: one line naming it, nothing started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.__main__ import main
+from tests.proxy.processes import descriptor_set
+
+
+def _started_anyway(main: object) -> None:
+    raise AssertionError("the proxy started")
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "garbage.binpb").write_bytes(b"\xff\xff\xff\xff")
+    (tmp_path / "empty.binpb").write_bytes(b"")
+    (tmp_path / "not-pem.crt").write_text("not a certificate\n")
+    return {
+        "set": str(descriptor_set(tmp_path)),
+        "garbage": str(tmp_path / "garbage.binpb"),
+        "empty": str(tmp_path / "empty.binpb"),
+        "not_pem": str(tmp_path / "not-pem.crt"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("flags", "variable", "allowed"),
+    [
+        ([], "PORTICO_UPSTREAMS", "one or more host:port"),
+        (["--upstream", "nohost"], "PORTICO_UPSTREAMS", "host:port gRPC servers"),
+        (["--upstream", "a:99999"], "PORTICO_UPSTREAMS", "host:port gRPC servers"),
+        (
+            ["--upstream", "a:1", "--upstream-poll-seconds", "0"],
+            "PORTICO_UPSTREAM_POLL_SECONDS",
+            "0.1",
+        ),
+        (
+            ["--upstream", "a:1", "--descriptor-set", "/nonexistent"],
+            "PORTICO_DESCRIPTOR_SET",
+            "readable",
+        ),
+        (
+            ["--upstream", "a:1", "--descriptor-set", "{garbage}"],
+            "PORTICO_DESCRIPTOR_SET",
+            "not a FileDescriptorSet",
+        ),
+        (
+            ["--upstream", "a:1", "--descriptor-set", "{empty}"],
+            "PORTICO_DESCRIPTOR_SET",
+            "declares no service",
+        ),
+        (
+            ["--upstream", "a:1", "--upstream", "b:2", "--descriptor-set", "{set}"],
+            "PORTICO_DESCRIPTOR_SET",
+            "exactly one upstream",
+        ),
+        (["--upstream", "a:1", "--upstream-cert", "{not_pem}"], "PORTICO_UPSTREAM_KEY", "together"),
+        (["--upstream", "a:1", "--upstream-ca", "{not_pem}"], "PORTICO_UPSTREAM_CA", "PEM CA"),
+        (
+            ["--upstream", "a:1", "--upstream-cert", "{not_pem}", "--upstream-key", "{not_pem}"],
+            "PORTICO_UPSTREAM_CERT",
+            "needs TLS",
+        ),
+    ],
+)
+def test_a_bad_proxy_setting_stops_the_start_with_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, str],
+    flags: list[str],
+    variable: str,
+    allowed: str,
+) -> None:
+    monkeypatch.delenv("PORTICO_UPSTREAMS", raising=False)
+    monkeypatch.setattr("app.proxy.run.run_event_loop", _started_anyway)
+    with pytest.raises(SystemExit) as stopped:
+        main(["proxy", *(flag.format(**files) for flag in flags)])
+    message = str(stopped.value.code)
+    assert message.startswith(f"portico: {variable}: "), message
+    assert allowed in message
+    assert "\n" not in message
+
+
+def test_several_workers_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PORTICO_WORKERS", "2")
+    monkeypatch.setattr("app.proxy.run.run_event_loop", _started_anyway)
+    with pytest.raises(SystemExit) as stopped:
+        main(["proxy", "--upstream", "a:1"])
+    assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 2 is not allowed")

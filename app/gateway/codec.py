@@ -80,7 +80,13 @@ def parse_into(
         raise BadRequest(f"{what} must be a JSON object, not {_json_type(value)}")
     _check_tree(value, message_descriptor(target), "", not options.ignore_unknown)
     try:
-        json_format.ParseDict(value, target, ignore_unknown_fields=options.ignore_unknown)
+        json_format.ParseDict(
+            value,
+            target,
+            ignore_unknown_fields=options.ignore_unknown,
+            # Any fields resolve their types in the message's own pool (a proxy's upstream's).
+            descriptor_pool=target.DESCRIPTOR.file.pool,
+        )
     except json_format.ParseError as exc:
         field, problem = _violation(str(exc), target.DESCRIPTOR.name)
         raise BadRequest(f"invalid {field or what}: {problem}", [(field, problem)]) from exc
@@ -92,6 +98,7 @@ def to_dict(msg: message.Message, options: JsonOptions) -> dict[str, Any]:
     """A message as its JSON object, default values included, int64 as strings."""
     return json_format.MessageToDict(
         msg,
+        descriptor_pool=msg.DESCRIPTOR.file.pool,
         preserving_proto_field_name=options.proto_names,
         always_print_fields_with_no_presence=True,
     )

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from google.protobuf import descriptor, json_format, message
+from google.protobuf import descriptor, descriptor_pool, json_format, message
 
 from app import limits
 from app.gateway.errors import BadRequest
@@ -85,7 +85,7 @@ def parse_into(
             target,
             ignore_unknown_fields=options.ignore_unknown,
             # Any fields resolve their types in the message's own pool (a proxy's upstream's).
-            descriptor_pool=target.DESCRIPTOR.file.pool,
+            descriptor_pool=_pool(target),
         )
     except json_format.ParseError as exc:
         field, problem = _violation(str(exc), target.DESCRIPTOR.name)
@@ -98,10 +98,15 @@ def to_dict(msg: message.Message, options: JsonOptions) -> dict[str, Any]:
     """A message as its JSON object, default values included, int64 as strings."""
     return json_format.MessageToDict(
         msg,
-        descriptor_pool=msg.DESCRIPTOR.file.pool,
+        descriptor_pool=_pool(msg),
         preserving_proto_field_name=options.proto_names,
         always_print_fields_with_no_presence=True,
     )
+
+
+def _pool(msg: message.Message) -> descriptor_pool.DescriptorPool:
+    # upb's pool is the same class at run time; the stubs name two.
+    return msg.DESCRIPTOR.file.pool  # type: ignore[return-value]
 
 
 def dump_json(value: Any) -> bytes:

@@ -109,9 +109,9 @@ class UpstreamInvoker:
             _check(key, value)
             found.append((key, value))
         for name in _TRACE_HEADERS:
-            value = call.headers.get(name)
-            if value is not None:
-                text = value.decode("latin-1")
+            header = call.headers.get(name)
+            if header is not None:
+                text = header.decode("latin-1")
                 _check(name.decode(), text)
                 found.append((name.decode(), text))
         return tuple(found)
@@ -156,7 +156,7 @@ def upstream_error(exc: grpc.aio.AioRpcError, context: GatewayContext) -> Gatewa
 
 
 def _multicallable(channel: grpc.aio.Channel, method: Method) -> Callable[..., Any]:
-    kinds = {
+    kinds: dict[str, Callable[..., Callable[..., Any]]] = {
         "unary": channel.unary_unary,
         "server_streaming": channel.unary_stream,
         "client_streaming": channel.stream_unary,

@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 
 from app.codegen import readme_with_section
+from tests.bench import proxy_load
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "bench-password"
@@ -438,6 +439,8 @@ def table(results: dict[str, Any]) -> str:
                 f"| {workers} | {name}{failed} | {r['rps']:,.0f} | {r['p50_ms']:.2f} "
                 f"| {r['p99_ms']:.2f} |"
             )
+    if "proxy" in results:  # a run with the proxy case (see proxy_load.py)
+        lines += proxy_load.table_lines(results["proxy"])
     lines += ["", "| workers | measure | value |", "| ---: | --- | --- |"]
     for workers, run in results["runs"].items():
         for target, met in run["targets"].items():
@@ -485,6 +488,7 @@ def main() -> None:
     parser.add_argument("--sse", default="100,1000", help="SSE subscriber counts to measure")
     parser.add_argument("--out", type=Path, default=Path("bench-results.json"))
     parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
+    parser.add_argument("--no-proxy", action="store_true", help="skip the portico proxy case")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("the benchmark needs wrk: apt-get install wrk")
@@ -504,6 +508,8 @@ def main() -> None:
         for workers in [int(w) for w in args.workers.split(",")]:
             sse_counts = [int(n) for n in args.sse.split(",") if n]
             results["runs"][workers] = run_for_workers(processes, workers, args.seconds, sse_counts)
+        if not args.no_proxy:
+            results["proxy"] = proxy_load.measure(processes, args.seconds, CONNECTIONS)
     finally:
         processes.stop_all()
     args.out.write_text(json.dumps(results, indent=2))

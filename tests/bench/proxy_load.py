@@ -1,0 +1,133 @@
+"""The proxy case of the benchmark: what ``portico proxy`` adds to a unary call.
+
+In one run, against the same upstream (the grpc-go Echo server of tests/proxy, or the grpcio
+one where Go is missing): (p1) ``Say`` over gRPC straight to the upstream, from a Python
+client; (p2) ``GET /v1/say/hello`` through ``portico proxy --auth none`` with wrk; (p3) the
+same through grpc-gateway, when the machine has it (Debian packages only grpc-gateway v1, whose
+development package cannot be installed there, so it is reported as missing).
+
+``python -m tests.bench.proxy_load grpc ADDRESS SECONDS CONCURRENCY`` is the gRPC load
+generator of (p1): it sends ``SayRequest{text: "hello"}`` as raw bytes, needing no generated code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SAY_PATH = "/portico.echo.v1.Echo/Say"
+SAY_HELLO = b"\n\x05hello"  # SayRequest{text: "hello"} on the wire
+GRPC_GATEWAY_MISSING = (
+    "not measured: no grpc-gateway v2 on this machine (Debian packages v1 1.6, whose -dev "
+    "package is not installable)"
+)
+
+
+async def _caller(call: Any, until: float, out: list[float]) -> None:
+    while (start := time.perf_counter()) < until:
+        await call(SAY_HELLO)
+        out.append(time.perf_counter() - start)
+
+
+async def grpc_load(address: str, seconds: float, concurrency: int) -> dict[str, float]:
+    import grpc
+
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = channel.unary_unary(SAY_PATH)  # no serializers: bytes in, bytes out
+        await call(SAY_HELLO)  # connect before timing
+        latencies: list[float] = []
+        started = time.perf_counter()
+        until = started + seconds
+        await asyncio.gather(*(_caller(call, until, latencies) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "requests": len(latencies),
+        "seconds": elapsed,
+        "rps": len(latencies) / elapsed,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+    }
+
+
+def _upstream(processes: Any, port: int, work: Path) -> tuple[Any, str]:
+    """The Go Echo server if it can be built here, else the grpcio one."""
+    from tests.proxy import processes as echo
+
+    command: list[str]
+    if shutil.which("go") and Path("/usr/share/gocode/src/google.golang.org/grpc").is_dir():
+        command, kind = [str(echo.go_echo_binary()), "-port", str(port)], "grpc-go"
+    else:
+        gen = echo.python_gen(work)
+        script = str(echo.HERE / "echo_server.py")
+        command = [sys.executable, script, "--gen", str(gen), "--port", str(port)]
+        kind = "grpcio"
+    return processes.start(command, stdout=subprocess.DEVNULL), kind
+
+
+def measure(processes: Any, seconds: int, connections: int) -> dict[str, Any]:
+    """(p1), (p2) and (p3) in one run; the proxy on core 0 and the load on core 1."""
+    from tests.bench import run
+
+    upstream_port, http_port = run.free_port(), run.free_port()
+    with tempfile.TemporaryDirectory() as work:
+        upstream, kind = _upstream(processes, upstream_port, Path(work))
+        try:
+            address = f"127.0.0.1:{upstream_port}"
+            proxy = processes.start(
+                [sys.executable, "-m", "app", "proxy", "--upstream", address, "--auth", "none",
+                 "--http-port", str(http_port)],
+                cpus="0",
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            try:
+                base = f"http://127.0.0.1:{http_port}"
+                run.wait_ready(f"{base}/readyz")
+                url = f"{base}/v1/say/hello"
+                run.wrk(url, 1, "", "1")  # warm-up
+                through_proxy = run.wrk(url, seconds, "", "1")
+            finally:
+                processes.stop(proxy)
+            direct = processes.start(
+                [sys.executable, "-m", "tests.bench.proxy_load", "grpc", address, str(seconds),
+                 str(connections)],
+                cpus="1",
+                stdout=subprocess.PIPE,
+            )  # fmt: skip
+            out, _ = direct.communicate(timeout=seconds + 60)
+        finally:
+            processes.stop(upstream)
+    direct_grpc = json.loads(out)
+    return {
+        "upstream": kind,
+        "p1_direct_grpc": direct_grpc,
+        "p2_proxy_rest": through_proxy,
+        "p3_grpc_gateway": GRPC_GATEWAY_MISSING,
+        "proxy_added_p50_ms": through_proxy["p50_ms"] - direct_grpc["p50_ms"],
+    }
+
+
+def table_lines(result: dict[str, Any]) -> list[str]:
+    """Rows for the benchmark's tables."""
+    rows = []
+    for key, name in (
+        ("p1_direct_grpc", f"(p1) gRPC Say straight to the {result['upstream']} upstream"),
+        ("p2_proxy_rest", "(p2) GET /v1/say/hello through portico proxy"),
+    ):
+        r = result[key]
+        rows.append(f"| 1 | {name} | {r['rps']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} |")
+    rows.append(f"| 1 | (p3) the same through grpc-gateway: {result['p3_grpc_gateway']} | | | |")
+    return rows
+
+
+if __name__ == "__main__":
+    _, address, seconds, concurrency = sys.argv[1:5]
+    print(json.dumps(asyncio.run(grpc_load(address, float(seconds), int(concurrency)))))

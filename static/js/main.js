@@ -4,7 +4,7 @@
 import { api, loadDocument, readJson } from './api.js';
 import { $, element, show } from './dom.js';
 import { openMethod, renderMethodList, setUpExplorer, abortCall } from './explorer.js';
-import { forget, mayCall, remember, role, claims, token, username } from './session.js';
+import { forget, isOpen, mayCall, remember, role, claims, setOpen, token, username } from './session.js';
 import { leaveView } from './ui.js';
 import { renderCluster, renderClusters } from './views/kaas.js';
 import { renderEdge, renderDeveloper } from './views/edge.js';
@@ -14,6 +14,7 @@ import { renderStorage } from './views/storage.js';
 
 const LOGIN_PATH = '/v1/auth:login';
 const LOGOUT_PATH = '/v1/auth:logout';
+const LOGIN_RPC = 'services.auth.AuthService.Login';
 
 // The views, each shown only to a role that may call what it reads.
 const VIEWS = [
@@ -30,8 +31,9 @@ const go = (hash) => {
   else location.hash = hash;
 };
 
+// A view needs its RPC in the document too: a proxy serves other APIs than Portico's.
 function allowedViews() {
-  return VIEWS.filter((view) => !view.needs || mayCall(view.needs));
+  return VIEWS.filter((view) => !view.needs || (api.methods.has(view.needs) && mayCall(view.needs)));
 }
 
 function renderNav(current) {
@@ -58,7 +60,7 @@ function parse(hash) {
 }
 
 function route() {
-  if (!token() || !api.doc) return;
+  if ((!token() && !isOpen()) || !api.doc) return;
   const [name, ...rest] = parse(location.hash);
   const allowed = allowedViews();
   const view = allowed.find((v) => v.name === name) || allowed[0];
@@ -130,7 +132,7 @@ function showApp() {
   const tenant = claims().tenant || claims().organization;
   $('whoami').textContent = `${username()}`;
   $('role').textContent = tenant ? `${role()} · ${tenant}` : role();
-  show($('session'), true);
+  show($('session'), !isOpen());
   show($('app'), true);
   if (api.doc) {
     renderMethodList();
@@ -212,7 +214,9 @@ async function start() {
     $('view').replaceChildren(element('p', { class: 'error-text', text: `Cannot load /openapi.json: ${error.message}` }));
     return;
   }
-  if (token()) showApp();
+  // No login in the document: a server that checks no credentials (portico proxy --auth none).
+  setOpen(!api.methods.has(LOGIN_RPC));
+  if (token() || isOpen()) showApp();
   document.body.dataset.ready = 'true';
 }
 

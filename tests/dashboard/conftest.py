@@ -96,9 +96,9 @@ def chromium() -> tuple[str, str]:
     return browser, driver
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: tuple[str, str], live_server: LiveServer) -> Iterator[Any]:
-    """A headless Chromium session; it needs the server only to close before it."""
+@contextlib.contextmanager
+def chromium_session(chromium: tuple[str, str]) -> Iterator[Any]:
+    """A headless Chromium session, closed at the end of the block."""
     browser_path, driver_path = chromium
     options = webdriver.ChromeOptions()
     options.binary_location = browser_path
@@ -122,6 +122,13 @@ def browser(chromium: tuple[str, str], live_server: LiveServer) -> Iterator[Any]
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: tuple[str, str], live_server: LiveServer) -> Iterator[Any]:
+    """A headless Chromium session; it needs the server only to close before it."""
+    with chromium_session(chromium) as driver:
+        yield driver
 
 
 @pytest.fixture(autouse=True)

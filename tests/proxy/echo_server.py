@@ -14,6 +14,7 @@ import asyncio
 import importlib
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -80,7 +81,7 @@ def servicer_class(pb: Any, pb_grpc: Any) -> type:
     return Echo
 
 
-async def serve(port: int, reflection_versions: str) -> None:
+async def serve(port: int, reflection_versions: str, tls: list[str] | None) -> None:
     pb = importlib.import_module("portico.echo.v1.echo_pb2")
     pb_grpc = importlib.import_module("portico.echo.v1.echo_pb2_grpc")
     server = grpc.aio.server()
@@ -91,7 +92,14 @@ async def serve(port: int, reflection_versions: str) -> None:
         server.add_generic_rpc_handlers(Reflection([SERVICE]).handlers())
     elif reflection_versions == "v1alpha":
         reflection.enable_server_reflection([SERVICE, reflection.SERVICE_NAME], server)
-    server.add_insecure_port(f"127.0.0.1:{port}")
+    if tls:  # certificate, key, and the CA its callers' certificates must be signed by
+        cert, key, client_ca = (Path(path).read_bytes() for path in tls)
+        credentials = grpc.ssl_server_credentials(
+            [(key, cert)], root_certificates=client_ca, require_client_auth=True
+        )
+        server.add_secure_port(f"127.0.0.1:{port}", credentials)
+    else:
+        server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     print("listening", flush=True)
     await server.wait_for_termination()
@@ -102,9 +110,10 @@ def main() -> None:
     parser.add_argument("--gen", required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--reflection", choices=["v1alpha", "both", "none"], default="v1alpha")
+    parser.add_argument("--tls", nargs=3, metavar=("CERT", "KEY", "CLIENT_CA"))
     args = parser.parse_args()
     sys.path.insert(0, args.gen)
-    asyncio.run(serve(args.port, args.reflection))
+    asyncio.run(serve(args.port, args.reflection, args.tls))
 
 
 if __name__ == "__main__":

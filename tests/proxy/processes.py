@@ -206,9 +206,12 @@ class Process:
             self.process.stdout.close()
 
 
-def start_python_echo(gen: Path, port: int, reflection: str = "v1alpha") -> Process:
+def start_python_echo(
+    gen: Path, port: int, reflection: str = "v1alpha", tls: Sequence[str] = ()
+) -> Process:
     command = [sys.executable, str(HERE / "echo_server.py"), "--gen", str(gen), "--port", str(port)]
-    process = Process([*command, "--reflection", reflection])
+    command += ["--reflection", reflection, *(["--tls", *tls] if tls else [])]
+    process = Process(command)
     process.wait_for("listening")
     return process
 

@@ -17,6 +17,7 @@ from tests.proxy.processes import (
     start_proxy,
     start_python_echo,
 )
+from tests.reliability.certificates import Authority
 
 
 async def status_of(base: str, path: str, **kwargs: object) -> int:
@@ -168,5 +169,30 @@ def test_auth_passthrough_forwards_the_callers_credentials(tmp_path: Path) -> No
         assert response.status_code == 200
         assert response.json()["metadata"]["authorization"] == "Bearer theirs"
     finally:
+        proxy.stop()
+        upstream.stop()
+
+
+def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: Path) -> None:
+    servers = Authority(tmp_path / "pki", "Upstream CA")
+    clients = Authority(tmp_path / "pki", "Proxy CA")
+    server_cert = servers.issue("echo", server=True)
+    client_cert = clients.issue("portico-proxy", server=False)
+    port = free_port()
+    tls = (str(server_cert.cert_path), str(server_cert.key_path), str(clients.issued.cert_path))
+    upstream = start_python_echo(python_gen(tmp_path), port, tls=tls)
+    target = ("--upstream", f"127.0.0.1:{port}", "--auth", "none")
+    ca = ("--upstream-ca", str(servers.issued.cert_path))
+    client = ("--upstream-cert", str(client_cert.cert_path), "--upstream-key")
+    proxy, base = start_proxy(*target, *ca, *client, str(client_cert.key_path))
+    # The same upstream, without a client certificate: the handshake fails, nothing is served.
+    uncertified, uncertified_base = start_proxy(*target, *ca)
+    try:
+        assert run(status_of(base, "/v1/say/secure")) == 200
+        assert run(status_of(base, "/readyz")) == 200
+        assert run(status_of(uncertified_base, "/readyz")) == 503
+        assert run(status_of(uncertified_base, "/v1/say/secure")) == 404  # no descriptors
+    finally:
+        uncertified.stop()
         proxy.stop()
         upstream.stop()

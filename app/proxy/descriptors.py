@@ -10,6 +10,8 @@ time). What an upstream may send is bounded (files, bytes, time), as any input i
 from __future__ import annotations
 
 import hashlib
+import importlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -155,13 +157,19 @@ def _descriptors(
     return Descriptors(pool, tuple(services), tuple(ordered), digest.hexdigest())
 
 
+_WELL_KNOWN = ("google/protobuf/", "google/api/", "google/rpc/", "google/type/")
+
+
 def _well_known(name: str) -> descriptor_pb2.FileDescriptorProto | None:
-    """A file this process has compiled in (google/protobuf/*, google/api/*), for a set built
-    without ``--include_imports``."""
-    try:
-        found = descriptor_pool.Default().FindFileByName(name)
-    except KeyError:
+    """A file of protobuf's or googleapis-common-protos' modules (google/protobuf/*,
+    google/api/*, ...), for a set built without ``--include_imports``."""
+    if not name.startswith(_WELL_KNOWN) or not re.fullmatch(r"[a-z0-9_/]+\.proto", name):
         return None
+    try:
+        module = importlib.import_module(name.removesuffix(".proto").replace("/", ".") + "_pb2")
+    except (ImportError, ValueError):
+        return None
+    found = module.DESCRIPTOR
     proto = descriptor_pb2.FileDescriptorProto()
     found.CopyToProto(proto)
     return proto

@@ -123,6 +123,7 @@ class Proxy:
             proto_names=settings.json_names == "proto",
             ignore_unknown=settings.unknown_fields == "ignore",
         )
+        self.telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
         self.store: ObjectStore | None = None
         self.gate: Gate | None = None
         self._local: Registry | None = None  # the login, with --auth jwt
@@ -286,7 +287,7 @@ class Proxy:
             rpc_prefix=settings.rpc_prefix,
             authenticate=self._authenticate if auth == "jwt" else self._admit_all,
             openapi=document,
-            telemetry=Telemetry(metrics=settings.metrics, request_log=settings.request_log),
+            telemetry=self.telemetry,
             metrics_endpoint=settings.metrics,
             metrics_token=settings.metrics_token,
         )

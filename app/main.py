@@ -98,19 +98,9 @@ class Portico:
         settings = self.settings
         SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
-        make_private_folder(settings.data_dir)
-        issuer = TokenIssuer(
-            load_secret(settings.jwt_secret, settings.data_dir),
-            ttl_seconds=settings.token_ttl_seconds,
+        self.store, self.gate = await open_gate(
+            settings, compaction_age=timedelta(seconds=settings.event_retention_seconds)
         )
-        self.store = await asyncio.to_thread(
-            ObjectStore.open,
-            settings.effective_database_url,
-            compaction_age=timedelta(seconds=settings.event_retention_seconds),
-        )
-        hasher = PasswordHasher(cost=settings.password_hash_cost)
-        await bootstrap_admin(self.store, hasher, settings.admin_password)
-        self.gate = Gate(self.store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
         servicers, jobs = self._services(self.store, self.gate)
         self.servicers = servicers
         idempotency = self._idempotency(self.store)
@@ -224,12 +214,7 @@ class Portico:
         """Readiness: not shutting down, and the store answers a query."""
         if self.store is None or self.shutting_down:
             return False
-        try:
-            await self.store.current_revision()
-        except Exception:  # a probe: whatever the store raises means "not ready"
-            log.warning("not ready: the store does not answer", exc_info=True)
-            return False
-        return True
+        return await store_answers(self.store)
 
     async def _authenticate(
         self, method: Method, metadata: Iterable[tuple[str, str | bytes]]
@@ -256,6 +241,35 @@ class Portico:
                 await task
         if self.store is not None:
             await self.store.close()
+
+
+async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectStore, Gate]:
+    """The store with a first admin in it, and the gate over its accounts and tokens."""
+    make_private_folder(settings.data_dir)
+    issuer = TokenIssuer(
+        load_secret(settings.jwt_secret, settings.data_dir),
+        ttl_seconds=settings.token_ttl_seconds,
+    )
+    store = await asyncio.to_thread(
+        ObjectStore.open, settings.effective_database_url, **store_options
+    )
+    try:
+        hasher = PasswordHasher(cost=settings.password_hash_cost)
+        await bootstrap_admin(store, hasher, settings.admin_password)
+    except BaseException:
+        await store.close()
+        raise
+    return store, Gate(store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
+
+
+async def store_answers(store: ObjectStore) -> bool:
+    """Readiness of the store: it answers a query."""
+    try:
+        await store.current_revision()
+    except Exception:  # a probe: whatever the store raises means "not ready"
+        log.warning("not ready: the store does not answer", exc_info=True)
+        return False
+    return True
 
 
 async def admit_caller(

@@ -48,10 +48,7 @@ class UpstreamInvoker:
 
     async def unary(self, call: Call, request: Request) -> Message:
         context = call.context
-        failed: list[BaseException] = []
-        if not isinstance(request, Message):
-            request = _watched(request, failed)
-        grpc_call = self._start(call, request)
+        grpc_call, failed = self._start(call, request)
         try:
             with call.observation.servicer_span():
                 reply = await grpc_call
@@ -69,10 +66,7 @@ class UpstreamInvoker:
 
     async def _replies(self, call: Call, request: Request) -> AsyncIterator[Message]:
         context = call.context
-        failed: list[BaseException] = []
-        if not isinstance(request, Message):
-            request = _watched(request, failed)
-        grpc_call = self._start(call, request)
+        grpc_call, failed = self._start(call, request)
         try:
             first = True
             async for reply in grpc_call:
@@ -86,18 +80,22 @@ class UpstreamInvoker:
         finally:
             grpc_call.cancel()  # a no-op once it ended; the upstream's work stops otherwise
 
-    def _start(self, call: Call, request: Request) -> Any:
+    def _start(self, call: Call, request: Request) -> tuple[Any, list[BaseException]]:
+        """The upstream call, and where a client stream's bad input will be kept."""
         method = call.method
         multicallable = self._calls.get(method.grpc_path)
         if multicallable is None:
             raise GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served")
+        failed: list[BaseException] = []
+        if not isinstance(request, Message):
+            request = _watched(request, failed)
         context = call.context
         grpc_call = multicallable(
             request, metadata=self._metadata(call), timeout=context.time_remaining()
         )
         # The client went away or the flow gave up: the upstream hears of it at once.
         context.add_done_callback(lambda _: grpc_call.cancel())
-        return grpc_call
+        return grpc_call, failed
 
     def _metadata(self, call: Call) -> Metadata:
         found: list[tuple[str, str | bytes]] = []

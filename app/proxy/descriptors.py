@@ -29,6 +29,10 @@ MAX_FILES = 2_000
 MAX_BYTES = 64 * 1024 * 1024
 
 
+class _NotServed(Exception):
+    """The upstream does not serve this version of reflection."""
+
+
 class DescriptorError(Exception):
     """The descriptors could not be had or do not make a consistent set; says why."""
 
@@ -62,10 +66,8 @@ async def from_reflection(channel: grpc.aio.Channel, timeout: float, what: str) 
     try:
         try:
             return await _reflect(channel, V1_PATH, timeout, what)
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() is not grpc.StatusCode.UNIMPLEMENTED:
-                raise
-        return await _reflect(channel, V1ALPHA_PATH, timeout, what)
+        except _NotServed:
+            return await _reflect(channel, V1ALPHA_PATH, timeout, what)
     except grpc.aio.AioRpcError as exc:
         raise DescriptorError(
             f"{what}: server reflection failed: {exc.code().name} {exc.details()}"
@@ -79,8 +81,16 @@ async def _reflect(channel: grpc.aio.Channel, path: str, timeout: float, what: s
         response_deserializer=pb.ServerReflectionResponse.FromString,
     )(timeout=timeout)
     try:
-        await call.write(pb.ServerReflectionRequest(list_services=""))
-        listed = await _answer(call, what)
+        try:
+            await call.write(pb.ServerReflectionRequest(list_services=""))
+            listed = await _answer(call, what)
+        except grpc.aio.AioRpcError as exc:
+            # A server without this version answers UNIMPLEMENTED; when it does so while the
+            # first request is still being written, grpcio reports the failed write as
+            # INTERNAL instead. Either way the other version is worth asking.
+            if exc.code() in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INTERNAL):
+                raise _NotServed from None
+            raise
         services = [s.name for s in listed.list_services_response.service]
         services = [s for s in services if s not in REFLECTION_SERVICES]
         found: dict[str, descriptor_pb2.FileDescriptorProto] = {}

@@ -23,9 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import __version__
 from app.auth.gate import Gate
-from app.auth.passwords import PasswordHasher
 from app.auth.service import AuthService
-from app.auth.tokens import TokenIssuer, load_secret
 from app.codegen import GEN, is_public
 from app.config import ConfigurationError, Settings
 from app.gateway.admission import NO_AUTH
@@ -40,12 +38,14 @@ from app.gateway.upstream import ByService, UpstreamInvoker
 from app.main import (
     _supervised,
     admit_caller,
-    bootstrap_admin,
+    open_gate,
     purge_expired_revocations,
+    store_answers,
 )
 from app.observe.calls import Telemetry
+from app.observe.metrics import SWITCH
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
-from app.store import ObjectStore, make_private_folder
+from app.store import ObjectStore
 from app.tls import check_upstream_tls, upstream_credentials
 
 log = logging.getLogger("portico.proxy")
@@ -142,6 +142,7 @@ class Proxy:
     async def _start(self) -> None:
         settings = self.settings
         check_proxy_settings(settings)
+        SWITCH.recording = settings.metrics  # the gate's and the store's, as serve does
         if settings.proxy_auth == "jwt":
             await self._open_auth_store()
         else:
@@ -165,16 +166,7 @@ class Proxy:
 
     async def _open_auth_store(self) -> None:
         """The same accounts, tokens and login as ``portico serve`` over the same settings."""
-        settings = self.settings
-        make_private_folder(settings.data_dir)
-        issuer = TokenIssuer(
-            load_secret(settings.jwt_secret, settings.data_dir),
-            ttl_seconds=settings.token_ttl_seconds,
-        )
-        self.store = await asyncio.to_thread(ObjectStore.open, settings.effective_database_url)
-        hasher = PasswordHasher(cost=settings.password_hash_cost)
-        await bootstrap_admin(self.store, hasher, settings.admin_password)
-        self.gate = Gate(self.store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
+        self.store, self.gate = await open_gate(self.settings)
         gen = Registry.from_package("gen")
         auth_file = next(s.descriptor.file for s in gen.services if s.full_name == AUTH_SERVICE)
         self._local = Registry([auth_file], only={AUTH_SERVICE})
@@ -310,12 +302,8 @@ class Proxy:
         its descriptors and accepts a connection now."""
         if self.shutting_down:
             return False
-        if self.store is not None:
-            try:
-                await self.store.current_revision()
-            except Exception:  # a probe: whatever the store raises means "not ready"
-                log.warning("not ready: the auth store does not answer", exc_info=True)
-                return False
+        if self.store is not None and not await store_answers(self.store):
+            return False
         for upstream in self.upstreams:
             if upstream.descriptors is None:
                 return False

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import google.api
 import grpc_tools
+import httpx
 import pytest
 from grpc_tools import protoc
 
@@ -222,11 +223,21 @@ def start_go_echo(binary: Path, port: int) -> Process:
     return process
 
 
-def start_proxy(*flags: str, data_dir: Path | None = None) -> tuple[Process, str]:
-    """``portico proxy`` on a free port; the process and its base URL."""
+def start_proxy(
+    *flags: str, data_dir: Path | None = None, ready: bool = True
+) -> tuple[Process, str]:
+    """``portico proxy`` on a free port, once ``/readyz`` says so (unless not ``ready``); the
+    process and its base URL."""
     command = [sys.executable, "-m", "app", "proxy", "--http-port", "0", *flags]
     if data_dir is not None:
         command += ["--data-dir", str(data_dir)]
     process = Process(command, env=PROXY_ENV)
-    found = process.wait_for(PROXY_LINE)
-    return process, found["base"]
+    base = process.wait_for(PROXY_LINE)["base"]
+    if ready:
+        deadline = time.monotonic() + START_SECONDS
+        while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
+            if time.monotonic() > deadline:
+                process.stop()
+                pytest.fail(f"the proxy was not ready within {START_SECONDS} s:\n{process.said}")
+            time.sleep(0.05)  # between probes of /readyz, which itself waits up to 1 s
+    return process, base

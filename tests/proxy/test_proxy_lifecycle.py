@@ -5,6 +5,7 @@ auth modes."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -20,9 +21,18 @@ from tests.proxy.processes import (
 from tests.reliability.certificates import Authority
 
 
-async def status_of(base: str, path: str, **kwargs: object) -> int:
+async def status_of(base: str, path: str) -> int:
     async with httpx.AsyncClient(base_url=base, timeout=10) as http:
-        return (await http.get(path, **kwargs)).status_code  # type: ignore[arg-type]
+        return (await http.get(path)).status_code
+
+
+def answers(base: str, path: str, status: int = 200) -> Callable[[], Awaitable[bool]]:
+    """A check for ``eventually``: ``GET path`` answers ``status``."""
+
+    async def check() -> bool:
+        return await status_of(base, path) == status
+
+    return check
 
 
 def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_methods(
@@ -37,14 +47,13 @@ def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_
     try:
 
         async def scenario() -> None:
-            async def ready_is(code: int) -> bool:
-                return await status_of(base, "/readyz") == code
-
-            await eventually(lambda: ready_is(200), 10, what="/readyz 200 at first")
+            await eventually(answers(base, "/readyz"), 10, what="/readyz 200 at first")
             assert await status_of(base, "/v1/say/up") == 200
             assert await status_of(base, "/v1/shout/up") == 404
             upstream.stop()
-            await eventually(lambda: ready_is(503), 10, what="/readyz 503 with the upstream down")
+            await eventually(
+                answers(base, "/readyz", 503), 10, what="/readyz 503 with the upstream down"
+            )
             async with httpx.AsyncClient(base_url=base, timeout=10) as http:
                 down = await http.get("/v1/say/down")
             assert down.status_code == 503
@@ -52,14 +61,12 @@ def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_
             # Back, and newer: it has gained a method.
             nonlocal newer
             newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port)
-            await eventually(lambda: ready_is(200), 10, what="/readyz 200 once it is back")
+            await eventually(answers(base, "/readyz"), 10, what="/readyz 200 once it is back")
             assert await status_of(base, "/v1/say/again") == 200
             proxy.signal(signal.SIGHUP)
-
-            async def shouted() -> bool:
-                return await status_of(base, "/v1/shout/hi") == 200
-
-            await eventually(shouted, 10, what="GET /v1/shout/hi served after SIGHUP")
+            await eventually(
+                answers(base, "/v1/shout/hi"), 10, what="GET /v1/shout/hi served after SIGHUP"
+            )
 
         run(scenario())
     finally:
@@ -79,19 +86,14 @@ def test_polling_v1_reflection_notices_a_new_method_without_a_signal(tmp_path: P
     try:
 
         async def scenario() -> None:
-            async def say_served() -> bool:
-                return await status_of(base, "/v1/say/hi") == 200
-
-            await eventually(say_served, 10, what="GET /v1/say/hi served")
+            await eventually(answers(base, "/v1/say/hi"), 10, what="GET /v1/say/hi served")
             assert await status_of(base, "/v1/shout/hi") == 404
             upstream.stop()
             nonlocal newer
             newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port, "both")
-
-            async def shouted() -> bool:
-                return await status_of(base, "/v1/shout/hi") == 200
-
-            await eventually(shouted, 10, what="GET /v1/shout/hi served after a poll")
+            await eventually(
+                answers(base, "/v1/shout/hi"), 10, what="GET /v1/shout/hi served after a poll"
+            )
 
         run(scenario())
     finally:
@@ -186,7 +188,7 @@ def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: P
     client = ("--upstream-cert", str(client_cert.cert_path), "--upstream-key")
     proxy, base = start_proxy(*target, *ca, *client, str(client_cert.key_path))
     # The same upstream, without a client certificate: the handshake fails, nothing is served.
-    uncertified, uncertified_base = start_proxy(*target, *ca)
+    uncertified, uncertified_base = start_proxy(*target, *ca, ready=False)
     try:
         assert run(status_of(base, "/v1/say/secure")) == 200
         assert run(status_of(base, "/readyz")) == 200

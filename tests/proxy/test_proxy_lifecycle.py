@@ -5,10 +5,12 @@ auth modes."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
+import grpc
 import httpx
+import pytest
 
 from tests.harness import eventually, run
 from tests.proxy.processes import (
@@ -123,13 +125,22 @@ def test_a_descriptor_set_replaces_reflection(tmp_path: Path) -> None:
         upstream.stop()
 
 
-def test_auth_jwt_gates_calls_with_portico_logins_and_keeps_the_token_to_itself(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def shared_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An Echo server that the tests which do not stop it share: its address."""
     port = free_port()
-    upstream = start_python_echo(python_gen(tmp_path), port)
+    upstream = start_python_echo(python_gen(tmp_path_factory.mktemp("shared")), port)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        upstream.stop()
+
+
+def test_auth_jwt_gates_calls_with_portico_logins_and_keeps_the_token_to_itself(
+    tmp_path: Path, shared_upstream: str
+) -> None:
     proxy, base = start_proxy(
-        "--upstream", f"127.0.0.1:{port}", "--auth", "jwt", data_dir=tmp_path / "data"
+        "--upstream", shared_upstream, "--auth", "jwt", data_dir=tmp_path / "data"
     )
     try:
 
@@ -154,13 +165,10 @@ def test_auth_jwt_gates_calls_with_portico_logins_and_keeps_the_token_to_itself(
         run(scenario())
     finally:
         proxy.stop()
-        upstream.stop()
 
 
-def test_auth_passthrough_forwards_the_callers_credentials(tmp_path: Path) -> None:
-    port = free_port()
-    upstream = start_python_echo(python_gen(tmp_path), port)
-    proxy, base = start_proxy("--upstream", f"127.0.0.1:{port}", "--auth", "passthrough")
+def test_auth_passthrough_forwards_the_callers_credentials(shared_upstream: str) -> None:
+    proxy, base = start_proxy("--upstream", shared_upstream, "--auth", "passthrough")
     try:
 
         async def scenario() -> httpx.Response:
@@ -172,7 +180,6 @@ def test_auth_passthrough_forwards_the_callers_credentials(tmp_path: Path) -> No
         assert response.json()["metadata"]["authorization"] == "Bearer theirs"
     finally:
         proxy.stop()
-        upstream.stop()
 
 
 def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: Path) -> None:
@@ -183,18 +190,32 @@ def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: P
     port = free_port()
     tls = (str(server_cert.cert_path), str(server_cert.key_path), str(clients.issued.cert_path))
     upstream = start_python_echo(python_gen(tmp_path), port, tls=tls)
-    target = ("--upstream", f"127.0.0.1:{port}", "--auth", "none")
-    ca = ("--upstream-ca", str(servers.issued.cert_path))
-    client = ("--upstream-cert", str(client_cert.cert_path), "--upstream-key")
-    proxy, base = start_proxy(*target, *ca, *client, str(client_cert.key_path))
-    # The same upstream, without a client certificate: the handshake fails, nothing is served.
-    uncertified, uncertified_base = start_proxy(*target, *ca, ready=False)
+    proxy, base = start_proxy(
+        "--upstream",
+        f"127.0.0.1:{port}",
+        "--auth",
+        "none",
+        "--upstream-ca",
+        str(servers.issued.cert_path),
+        "--upstream-cert",
+        str(client_cert.cert_path),
+        "--upstream-key",
+        str(client_cert.key_path),
+    )
     try:
         assert run(status_of(base, "/v1/say/secure")) == 200
-        assert run(status_of(base, "/readyz")) == 200
-        assert run(status_of(uncertified_base, "/readyz")) == 503
-        assert run(status_of(uncertified_base, "/v1/say/secure")) == 404  # no descriptors
+
+        async def without_a_client_certificate() -> grpc.StatusCode:
+            credentials = grpc.ssl_channel_credentials(servers.issued.cert_pem)
+            async with grpc.aio.secure_channel(f"127.0.0.1:{port}", credentials) as channel:
+                try:
+                    await channel.unary_unary("/portico.echo.v1.Echo/Say")(b"", timeout=5)
+                except grpc.aio.AioRpcError as exc:
+                    return exc.code()
+            return grpc.StatusCode.OK
+
+        # The upstream wants the certificate the proxy presented.
+        assert run(without_a_client_certificate()) is grpc.StatusCode.UNAVAILABLE
     finally:
-        uncertified.stop()
         proxy.stop()
         upstream.stop()

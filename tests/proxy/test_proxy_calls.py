@@ -174,7 +174,7 @@ def test_a_client_that_goes_away_cancels_the_upstream_stream(proxied: Proxied) -
                     assert json.loads(line)["result"]["text"] == "0"
                     break
         # The connection is closed: the upstream hears of it.
-        proxied.upstream.wait_for("cancelled Count", timeout=10)
+        proxied.upstream.wait_for("cancelled Count", timeout=30)
 
     run(scenario())
 
@@ -203,7 +203,7 @@ def test_readyz_is_green_while_the_upstream_answers(proxied: Proxied) -> None:
         async with client(proxied) as http:
             return (await http.get("/readyz")).status_code == 200
 
-    run(eventually(ready, 10, what="/readyz 200"))
+    run(eventually(ready, 30, what="/readyz 200"))
 
 
 def test_bidi_streaming_over_a_websocket(proxied: Proxied) -> None:

@@ -49,12 +49,12 @@ def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_
     try:
 
         async def scenario() -> None:
-            await eventually(answers(base, "/readyz"), 10, what="/readyz 200 at first")
+            await eventually(answers(base, "/readyz"), 30, what="/readyz 200 at first")
             assert await status_of(base, "/v1/say/up") == 200
             assert await status_of(base, "/v1/shout/up") == 404
             upstream.stop()
             await eventually(
-                answers(base, "/readyz", 503), 10, what="/readyz 503 with the upstream down"
+                answers(base, "/readyz", 503), 30, what="/readyz 503 with the upstream down"
             )
             async with httpx.AsyncClient(base_url=base, timeout=10) as http:
                 down = await http.get("/v1/say/down")
@@ -63,11 +63,11 @@ def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_
             # Back, and newer: it has gained a method.
             nonlocal newer
             newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port)
-            await eventually(answers(base, "/readyz"), 10, what="/readyz 200 once it is back")
+            await eventually(answers(base, "/readyz"), 30, what="/readyz 200 once it is back")
             assert await status_of(base, "/v1/say/again") == 200
             proxy.signal(signal.SIGHUP)
             await eventually(
-                answers(base, "/v1/shout/hi"), 10, what="GET /v1/shout/hi served after SIGHUP"
+                answers(base, "/v1/shout/hi"), 30, what="GET /v1/shout/hi served after SIGHUP"
             )
 
         run(scenario())
@@ -88,13 +88,13 @@ def test_polling_v1_reflection_notices_a_new_method_without_a_signal(tmp_path: P
     try:
 
         async def scenario() -> None:
-            await eventually(answers(base, "/v1/say/hi"), 10, what="GET /v1/say/hi served")
+            await eventually(answers(base, "/v1/say/hi"), 30, what="GET /v1/say/hi served")
             assert await status_of(base, "/v1/shout/hi") == 404
             upstream.stop()
             nonlocal newer
             newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port, "both")
             await eventually(
-                answers(base, "/v1/shout/hi"), 10, what="GET /v1/shout/hi served after a poll"
+                answers(base, "/v1/shout/hi"), 30, what="GET /v1/shout/hi served after a poll"
             )
 
         run(scenario())

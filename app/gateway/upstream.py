@@ -10,6 +10,7 @@ timeout, and cancellation when the client goes away. The upstream's status, mess
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
@@ -48,15 +49,16 @@ class UpstreamInvoker:
 
     async def unary(self, call: Call, request: Request) -> Message:
         context = call.context
-        grpc_call, failed = self._start(call, request)
+        grpc_call, feeder = self._start(call, request)
         try:
             with call.observation.servicer_span():
                 reply = await grpc_call
             context.initial_metadata = _pairs(await grpc_call.initial_metadata())
             context.trailing_metadata_sent = _pairs(await grpc_call.trailing_metadata())
-        except grpc.aio.AioRpcError as exc:
-            raise _request_failure(failed) or upstream_error(exc, context) from None
+        except (grpc.aio.AioRpcError, asyncio.CancelledError) as exc:
+            raise _failure(exc, feeder, context) from None
         finally:
+            _stop(feeder)
             context.finish()
         assert isinstance(reply, Message)
         return reply
@@ -66,7 +68,7 @@ class UpstreamInvoker:
 
     async def _replies(self, call: Call, request: Request) -> AsyncIterator[Message]:
         context = call.context
-        grpc_call, failed = self._start(call, request)
+        grpc_call, feeder = self._start(call, request)
         try:
             first = True
             async for reply in grpc_call:
@@ -75,27 +77,31 @@ class UpstreamInvoker:
                     first = False
                 yield reply
             context.trailing_metadata_sent = _pairs(await grpc_call.trailing_metadata())
-        except grpc.aio.AioRpcError as exc:
-            raise _request_failure(failed) or upstream_error(exc, context) from None
+        except (grpc.aio.AioRpcError, asyncio.CancelledError) as exc:
+            raise _failure(exc, feeder, context) from None
         finally:
+            _stop(feeder)
             grpc_call.cancel()  # a no-op once it ended; the upstream's work stops otherwise
 
-    def _start(self, call: Call, request: Request) -> tuple[Any, list[BaseException]]:
-        """The upstream call, and where a client stream's bad input will be kept."""
+    def _start(self, call: Call, request: Request) -> tuple[Any, asyncio.Task[None] | None]:
+        """The upstream call, and the task that writes a client stream's requests into it."""
         method = call.method
         multicallable = self._calls.get(method.grpc_path)
         if multicallable is None:
             raise GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served")
-        failed: list[BaseException] = []
-        if not isinstance(request, Message):
-            request = _watched(request, failed)
         context = call.context
-        grpc_call = multicallable(
-            request, metadata=self._metadata(call), timeout=context.time_remaining()
-        )
+        metadata, timeout = self._metadata(call), context.time_remaining()
+        feeder = None
+        if isinstance(request, Message):
+            grpc_call = multicallable(request, metadata=metadata, timeout=timeout)
+        else:
+            # Written by a task of ours, not handed to grpc as an iterator: grpc would swallow
+            # the client's bad input (a BadRequest) and only cancel the call.
+            grpc_call = multicallable(metadata=metadata, timeout=timeout)
+            feeder = asyncio.ensure_future(_feed(grpc_call, request))
         # The client went away or the flow gave up: the upstream hears of it at once.
         context.add_done_callback(lambda _: grpc_call.cancel())
-        return grpc_call, failed
+        return grpc_call, feeder
 
     def _metadata(self, call: Call) -> Metadata:
         found: list[tuple[str, str | bytes]] = []
@@ -182,21 +188,35 @@ def _check(key: str, value: str | bytes) -> None:
         )
 
 
-async def _watched(
-    requests: AsyncIterator[Message], failed: list[BaseException]
-) -> AsyncIterator[Message]:
-    """The client stream's messages; a bad one (grpc would only see the upstream call fail) is
-    kept in ``failed`` so that the caller hears what was wrong with its input."""
+async def _feed(grpc_call: Any, requests: AsyncIterator[Message]) -> None:
+    """Write the client stream's requests into the upstream call, then half-close it."""
     try:
         async for message in requests:
-            yield message
-    except BaseException as exc:
-        failed.append(exc)
+            await grpc_call.write(message)
+        await grpc_call.done_writing()
+    except grpc.aio.AioRpcError:
+        return  # the call has ended: its status is what the caller hears
+    except BaseException:
+        grpc_call.cancel()  # bad input (or our own end): the upstream call stops too
         raise
 
 
-def _request_failure(failed: list[BaseException]) -> GatewayError | None:
-    for exc in failed:
-        if isinstance(exc, GatewayError):
-            return exc
-    return None
+def _failure(
+    exc: BaseException, feeder: asyncio.Task[None] | None, context: GatewayContext
+) -> BaseException:
+    """What a call that ended in ``exc`` raises: the client stream's bad input if that ended
+    it, the upstream's status, or the cancellation as it is."""
+    if feeder is not None and feeder.done() and not feeder.cancelled():
+        failed = feeder.exception()
+        if isinstance(failed, Exception):  # a BadRequest, mostly
+            return failed
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return upstream_error(exc, context)
+    return exc
+
+
+def _stop(feeder: asyncio.Task[None] | None) -> None:
+    if feeder is not None:
+        feeder.cancel()
+        # Its failure, if any, was read by _failure or does not matter now.
+        feeder.add_done_callback(lambda task: task.cancelled() or task.exception())

@@ -162,7 +162,8 @@ class Proxy:
             )
             self.upstreams.append(Upstream(target, channel))
         await self.reload(signalled=True)
-        self._work.append(asyncio.create_task(self._watch()))
+        # Supervised: a bug in one reload must not end them all.
+        self._work.append(asyncio.create_task(_supervised(self._watch)))
 
     async def _open_auth_store(self) -> None:
         """The same accounts, tokens and login as ``portico serve`` over the same settings."""
@@ -208,24 +209,27 @@ class Proxy:
                     upstream.descriptors = fresh
                     changed = True
             if changed:
-                self._build()
+                await self._build()
             return changed
 
     async def _read(self, upstream: Upstream) -> Descriptors:
         path = self.settings.descriptor_set
         if path:
-            data = await asyncio.to_thread(Path(path).read_bytes)
+            try:
+                data = await asyncio.to_thread(Path(path).read_bytes)
+            except OSError as exc:
+                raise DescriptorError(f"{path}: cannot read it ({exc.strerror})") from None
             return from_file_set(data, path)
         return await from_reflection(upstream.channel, REFLECTION_TIMEOUT_SECONDS, upstream.target)
 
-    def _build(self) -> None:
+    async def _build(self) -> None:
         """A new app over the current descriptors, swapped in for the next request."""
         files: list[descriptor.FileDescriptor] = []
         channels: dict[str, grpc.aio.Channel] = {}
         local = self._local
         if local is not None:
             files.extend(s.descriptor.file for s in local.services)
-        comments = [(GEN / "portico.binpb").read_bytes()] if local is not None else []
+        comments = [await asyncio.to_thread((GEN / "portico.binpb").read_bytes)] if local else []
         for upstream in self.upstreams:
             found = upstream.descriptors
             if found is None:
@@ -249,7 +253,9 @@ class Proxy:
             by_service: dict[str, Invoker] = dict.fromkeys(channels, invoker)
             by_service[AUTH_SERVICE] = ServicerInvoker(local, self._servicers)
             invoker = ByService(by_service)
-        options = self._options(registry, b"".join(comments))
+        # Off the loop: the document of a large API takes a while to build.
+        document = await asyncio.to_thread(self._openapi, registry, b"".join(comments))
+        options = self._options(document)
         self.app.current = gateway_app(registry, invoker, options, ready=self.ready)
         log.info(
             "serving %d method(s) of %d service(s) from %s",
@@ -258,11 +264,11 @@ class Proxy:
             ", ".join(u.target for u in self.upstreams),
         )
 
-    def _options(self, registry: Registry, descriptor_set: bytes) -> GatewayOptions:
-        settings = self.settings
-        auth = settings.proxy_auth
+    def _openapi(self, registry: Registry, descriptor_set: bytes) -> dict[str, Any]:
+        """The OpenAPI document: public methods are what a caller needs no token for."""
+        auth = self.settings.proxy_auth
         public = (lambda m: True) if auth == "none" else is_public if auth == "jwt" else None
-        document = openapi_document(
+        return openapi_document(
             registry,
             self.json,
             title="Portico proxy",
@@ -270,6 +276,10 @@ class Proxy:
             public_methods=public or (lambda m: False),
             descriptor_set=descriptor_set,
         )
+
+    def _options(self, document: dict[str, Any]) -> GatewayOptions:
+        settings = self.settings
+        auth = settings.proxy_auth
         return GatewayOptions(
             json=self.json,
             max_body_bytes=settings.max_body_bytes,

@@ -217,3 +217,17 @@ def test_bidi_streaming_over_a_websocket(proxied: Proxied) -> None:
             return replies
 
     assert run(scenario()) == ["ONE", "TWO"]
+
+
+def test_a_bad_line_in_a_client_stream_is_refused_naming_its_field(proxied: Proxied) -> None:
+    async def scenario() -> httpx.Response:
+        async with client(proxied) as http:
+            body = '{"value": 1}\n{"value": "many"}\n'
+            return await http.post(
+                "/v1/sum", content=body, headers={"content-type": "application/x-ndjson"}
+            )
+
+    response = run(scenario())
+    assert response.status_code == 400, response.text
+    violations = response.json()["details"][0]["field_violations"]
+    assert [v["field"] for v in violations] == ["value"]

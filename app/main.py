@@ -109,7 +109,7 @@ class Portico:
         telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
         if settings.metrics:
             self._replica_work += [
-                asyncio.create_task(_supervised(job))
+                asyncio.create_task(supervised(job))
                 for job in (sample_event_log(self.store), local.flush_every)
             ]
         json_options = JsonOptions(
@@ -194,7 +194,7 @@ class Portico:
         edge = edge_system(store, settings)
         servicers.update(edge.servicers)
         jobs.extend(edge.jobs)
-        self._replica_work = [asyncio.create_task(_supervised(job)) for job in edge.replica_jobs]
+        self._replica_work = [asyncio.create_task(supervised(job)) for job in edge.replica_jobs]
         return servicers, jobs
 
     def _idempotency(self, store: ObjectStore) -> StoredIdempotency:
@@ -300,7 +300,7 @@ async def run_while_leader(store: ObjectStore, jobs: list[Job]) -> None:
             LEADER.set(1)
             log.info("leader: starting %d background job(s)", len(jobs))
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(_supervised(job)) for job in jobs]
+                tasks = [group.create_task(supervised(job)) for job in jobs]
                 await election.wait_deposed()
                 LEADER.set(0)
                 log.warning("no longer the leader: stopping background work")
@@ -313,7 +313,7 @@ async def run_while_leader(store: ObjectStore, jobs: list[Job]) -> None:
             await campaign
 
 
-async def _supervised(job: Job, restart_delay: float = 1.0) -> None:
+async def supervised(job: Job, restart_delay: float = 1.0) -> None:
     """Run ``job``; if it fails, log the traceback and run it again, so one bug stops nothing."""
     while True:
         try:

@@ -36,11 +36,11 @@ from app.gateway.registry import Method, Registry
 from app.gateway.routes import gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
 from app.main import (
-    _supervised,
     admit_caller,
     open_gate,
     purge_expired_revocations,
     store_answers,
+    supervised,
 )
 from app.observe.calls import Telemetry
 from app.observe.metrics import SWITCH
@@ -163,7 +163,7 @@ class Proxy:
             self.upstreams.append(Upstream(target, channel))
         await self.reload(signalled=True)
         # Supervised: a bug in one reload must not end them all.
-        self._work.append(asyncio.create_task(_supervised(self._watch)))
+        self._work.append(asyncio.create_task(supervised(self._watch)))
 
     async def _open_auth_store(self) -> None:
         """The same accounts, tokens and login as ``portico serve`` over the same settings."""
@@ -172,7 +172,7 @@ class Proxy:
         auth_file = next(s.descriptor.file for s in gen.services if s.full_name == AUTH_SERVICE)
         self._local = Registry([auth_file], only={AUTH_SERVICE})
         self._servicers = {AUTH_SERVICE: AuthService(self.gate)}
-        self._work.append(asyncio.create_task(_supervised(purge_expired_revocations(self.store))))
+        self._work.append(asyncio.create_task(supervised(purge_expired_revocations(self.store))))
 
     def request_reload(self) -> None:
         """Re-read every upstream's descriptors soon (SIGHUP)."""

@@ -23,8 +23,6 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-SERVICE = "portico.echo.v1.Echo"
-
 
 def servicer_class(pb: Any, pb_grpc: Any) -> type:
     class Echo(pb_grpc.EchoServicer):  # type: ignore[misc,name-defined]
@@ -84,14 +82,15 @@ def servicer_class(pb: Any, pb_grpc: Any) -> type:
 async def serve(port: int, reflection_versions: str, tls: list[str] | None) -> None:
     pb = importlib.import_module("portico.echo.v1.echo_pb2")
     pb_grpc = importlib.import_module("portico.echo.v1.echo_pb2_grpc")
+    service = pb.DESCRIPTOR.services_by_name["Echo"].full_name  # its package may vary
     server = grpc.aio.server()
     pb_grpc.add_EchoServicer_to_server(servicer_class(pb, pb_grpc)(), server)
     if reflection_versions == "both":
         from app.reflection import Reflection
 
-        server.add_generic_rpc_handlers(Reflection([SERVICE]).handlers())
+        server.add_generic_rpc_handlers(Reflection([service]).handlers())
     elif reflection_versions == "v1alpha":
-        reflection.enable_server_reflection([SERVICE, reflection.SERVICE_NAME], server)
+        reflection.enable_server_reflection([service, reflection.SERVICE_NAME], server)
     if tls:  # certificate, key, and the CA its callers' certificates must be signed by
         cert, key, client_ca = (Path(path).read_bytes() for path in tls)
         credentials = grpc.ssl_server_credentials(

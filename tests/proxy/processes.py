@@ -58,12 +58,16 @@ def include_dirs() -> list[str]:
     ]
 
 
-def write_proto(root: Path, *, extra: bool) -> Path:
-    """echo.proto under ``root`` (the extra method in it or not); ``root`` is its include dir."""
-    text = (PROTO_ROOT / PROTO_FILE).read_text()
+def write_proto(root: Path, *, extra: bool, version: str = "v1") -> Path:
+    """echo.proto under ``root`` (the extra method in it or not; another ``version`` renames
+    its package and routes, for a second, different upstream); ``root`` is its include dir."""
+    text = (PROTO_ROOT / PROTO_FILE).read_text().replace("// EXTRA", EXTRA_METHOD if extra else "")
+    if version != "v1":
+        text = text.replace("package portico.echo.v1;", f"package portico.echo.{version};")
+        text = text.replace('"/v1/', f'"/{version}/')
     target = root / PROTO_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text.replace("// EXTRA", EXTRA_METHOD if extra else ""))
+    target.write_text(text)
     return root
 
 
@@ -73,9 +77,9 @@ def run_protoc(proto_root: Path, *outputs: str) -> None:
         raise RuntimeError(f"protoc failed: {args}")
 
 
-def python_gen(out: Path, *, extra: bool = False) -> Path:
+def python_gen(out: Path, *, extra: bool = False, version: str = "v1") -> Path:
     """Generated Python modules of echo.proto in ``out`` (made at test time: nothing to drift)."""
-    proto_root = write_proto(out / "protos", extra=extra)
+    proto_root = write_proto(out / "protos", extra=extra, version=version)
     gen = out / "gen"
     gen.mkdir(parents=True)
     run_protoc(proto_root, f"--python_out={gen}", f"--grpc_python_out={gen}")

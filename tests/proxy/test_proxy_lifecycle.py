@@ -219,3 +219,27 @@ def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: P
     finally:
         proxy.stop()
         upstream.stop()
+
+
+def test_several_upstreams_each_answer_their_own_services(tmp_path: Path) -> None:
+    first, second = free_port(), free_port()
+    one = start_python_echo(python_gen(tmp_path / "v1"), first)
+    two = start_python_echo(python_gen(tmp_path / "v2", version="v2"), second)
+    flags = ("--upstream", f"127.0.0.1:{first}", "--upstream", f"127.0.0.1:{second}")
+    proxy, base = start_proxy(*flags, "--auth", "none")
+    try:
+
+        async def scenario() -> None:
+            assert await status_of(base, "/v1/say/one") == 200
+            assert await status_of(base, "/v2/say/two") == 200
+            two.stop()
+            # Only the second upstream's calls fail; readiness needs every upstream.
+            await eventually(answers(base, "/v2/say/two", 503), 30, what="v2 calls UNAVAILABLE")
+            assert await status_of(base, "/v1/say/one") == 200
+            assert await status_of(base, "/readyz") == 503
+
+        run(scenario())
+    finally:
+        proxy.stop()
+        one.stop()
+        two.stop()

@@ -26,7 +26,7 @@ from app.gateway.enveloped import serve_enveloped
 from app.gateway.envelopes import envelope, gunzip, gzip_bytes
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import admit, new_call
+from app.gateway.invoker import admit, new_call, unary_reply
 from app.gateway.stages import Stages
 from app.gateway.wire_codecs import PROTO, JsonCodec, WireCodec
 from app.observe.calls import Observation
@@ -157,7 +157,8 @@ class ConnectFlow:
             else:
                 codec, body = await self._post_request(headers, receive, limit)
             request = codec.decode(body, plan.method)
-            reply = await self.stages.invoker.unary(call, request)
+            watch = self.stages.options.cancel_unary_on_disconnect
+            reply = await unary_reply(self.stages.invoker, call, request, receive, watch)
         except GatewayError as exc:
             await _send_error(send, exc, request_id, context)
             return

@@ -22,6 +22,7 @@ from app.gateway.invoker import (
     loop_time,
     new_call,
     stream_ending,
+    unary_reply,
 )
 from app.gateway.stages import Stages
 from app.gateway.stream_response import StreamResponse
@@ -101,7 +102,8 @@ class RpcDispatcher:
                     receive, call.headers, options.max_body_bytes, options.body_timeout_seconds
                 )
             request = self._request(match, scope, body)
-            reply = await self.stages.invoker.unary(call, request)
+            watch = self.stages.options.cancel_unary_on_disconnect
+            reply = await unary_reply(self.stages.invoker, call, request, receive, watch)
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return exc.code.name, exc.http_status

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeAlias
 
 import grpc
 from google.protobuf.message import Message
-from starlette.types import Scope
+from starlette.types import Receive, Scope
 
 from app.gateway import http_io
 from app.gateway.context import GatewayContext
@@ -140,6 +140,39 @@ class ServicerInvoker:
         if handler is None:
             raise GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served")
         return handler
+
+
+async def unary_reply(
+    invoker: Invoker, call: Call, request: Request, receive: Receive, watch: bool
+) -> Message:
+    """``invoker.unary``; with ``watch``, a client that goes away meanwhile cancels the call
+    (CANCELLED): a task reads ``receive`` for the disconnect, which only matters when the
+    work goes on elsewhere (a proxy's upstream), so in-process calls skip its cost."""
+    if not watch:
+        return await invoker.unary(call, request)
+    replying = asyncio.ensure_future(invoker.unary(call, request))
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait({replying, gone}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # we were cancelled ourselves: so is the call
+        replying.cancel()
+        raise
+    finally:
+        gone.cancel()
+    if replying.done():
+        return replying.result()
+    call.context.cancel()
+    replying.cancel()
+    # Its ending (the cancellation, or what it raised meanwhile) is nobody's news now.
+    replying.add_done_callback(lambda task: task.cancelled() or task.exception())
+    await asyncio.wait({replying})
+    raise GatewayError(grpc.StatusCode.CANCELLED, "the client went away")
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns once the client is gone (what is left of the request body is passed over)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def unexpected_failure(call: Call, exc: Exception) -> GatewayError:

@@ -46,5 +46,8 @@ class GatewayOptions:
     metrics_token: str = ""
     # Runs calls that carry an idempotency key at most once (None: keys are not honoured).
     idempotency: Idempotency | None = None
+    # A unary call whose client goes away is cancelled (REST and Connect): a task per call,
+    # worth it where the work goes on elsewhere (portico proxy's upstream).
+    cancel_unary_on_disconnect: bool = False
     # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
     openapi: Mapping[str, Any] | None = None

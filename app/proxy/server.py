@@ -289,6 +289,7 @@ class Proxy:
             rpc_prefix=settings.rpc_prefix,
             authenticate=self._authenticate if auth == "jwt" else self._admit_all,
             openapi=document,
+            cancel_unary_on_disconnect=True,  # the upstream stops working for nobody
             telemetry=self.telemetry,
             metrics_endpoint=settings.metrics,
             metrics_token=settings.metrics_token,

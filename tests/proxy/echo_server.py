@@ -4,7 +4,7 @@ process of its own: ``python echo_server.py --gen DIR --port N [--reflection v1a
 ``DIR`` holds the generated ``portico/echo/v1/echo_pb2*.py``; a variant with the extra method
 ``Shout`` is served when it has one. grpcio-reflection serves v1alpha only; ``both`` serves
 v1 too (with Portico's reflection servicer); ``none`` serves no reflection. Lines on stdout
-say what happened: ``listening``, ``cancelled Count``.
+say what happened: ``listening``, ``sleeping``, ``cancelled Count``, ``cancelled Sleep``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,13 @@ def servicer_class(pb: Any, pb_grpc: Any) -> type:
             await context.abort_with_status(rpc_status.to_status(status))
 
         async def Sleep(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await asyncio.sleep(request.millis / 1000)
+            print("sleeping", flush=True)
+            try:
+                await asyncio.sleep(request.millis / 1000)
+            except asyncio.CancelledError:
+                if context.time_remaining() is None or context.time_remaining() > 0:
+                    print("cancelled Sleep", flush=True)  # by the caller, not its deadline
+                raise
             return self._reply("awake", context)
 
         async def Shout(self, request: Any, context: grpc.aio.ServicerContext) -> Any:

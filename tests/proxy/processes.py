@@ -195,6 +195,18 @@ class Process:
             if found:
                 return found
 
+    def forget_lines(self) -> None:
+        """Pass over what was said so far: ``wait_for`` then hears only what comes next."""
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return
+            if line is None:  # the process has ended: keep saying so
+                self.lines.put(None)
+                return
+            self.said.append(line)
+
     def signal(self, sig: signal.Signals) -> None:
         self.process.send_signal(sig)
 

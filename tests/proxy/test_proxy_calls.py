@@ -4,6 +4,8 @@ errors with details, deadlines, metadata and cancellation, through REST/JSON."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -231,3 +233,18 @@ def test_a_bad_line_in_a_client_stream_is_refused_naming_its_field(proxied: Prox
     assert response.status_code == 400, response.text
     violations = response.json()["details"][0]["field_violations"]
     assert [v["field"] for v in violations] == ["value"]
+
+
+def test_a_client_that_goes_away_cancels_the_upstreams_unary_call(proxied: Proxied) -> None:
+    proxied.upstream.forget_lines()
+
+    async def scenario() -> None:
+        async with client(proxied) as http:
+            waiting = asyncio.ensure_future(http.post("/v1/sleep", json={"millis": 60_000}))
+            await asyncio.to_thread(proxied.upstream.wait_for, "sleeping")
+            waiting.cancel()  # the client gives up: its connection closes
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+        await asyncio.to_thread(proxied.upstream.wait_for, "cancelled Sleep")
+
+    run(scenario())

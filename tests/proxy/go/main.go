@@ -1,6 +1,6 @@
 // The Echo API (tests/proxy/protos) on grpc-go with server reflection: a gRPC server Portico
 // did not write, for the proxy tests. Usage: echo-server -port N. Prints "listening" once
-// it accepts calls.
+// it accepts calls, and what happened: "sleeping", "cancelled Count", "cancelled Sleep".
 package main
 
 import (
@@ -110,8 +110,12 @@ func (echo) Fail(ctx context.Context, req *pb.SayRequest) (*pb.SayReply, error) 
 }
 
 func (echo) Sleep(ctx context.Context, req *pb.SleepRequest) (*pb.SayReply, error) {
+	fmt.Println("sleeping")
 	select {
 	case <-ctx.Done():
+		if ctx.Err() == context.Canceled { // by the caller, not its deadline
+			fmt.Println("cancelled Sleep")
+		}
 		return nil, status.FromContextError(ctx.Err()).Err()
 	case <-time.After(time.Duration(req.Millis) * time.Millisecond):
 		return reply(ctx, "awake"), nil

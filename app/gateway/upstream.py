@@ -27,6 +27,8 @@ from app.gateway.registry import Method
 # What gRPC allows as metadata: lower-case names, printable ASCII values (unless -bin).
 _KEY = re.compile(r"^[0-9a-z_.-]+$")
 _TEXT = re.compile(r"^[\x20-\x7e]*$")
+# HTTP/2 and gRPC's own headers: a caller may not set them on the upstream call.
+_RESERVED = frozenset({"content-type", "te", "host", "connection", "user-agent"})
 # Said by the HTTP side only: the proxy's own peer and forwarding are not the upstream's business.
 _NOT_FORWARDED = frozenset({"x-forwarded-for", "forwarded"})
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
@@ -179,7 +181,7 @@ def _pairs(metadata: Any) -> Metadata:
 
 def _check(key: str, value: str | bytes) -> None:
     """Refuse, naming it, a header gRPC cannot carry (it would fail the call less clearly)."""
-    if key.startswith("grpc-") or not _KEY.match(key):
+    if key.startswith("grpc-") or key in _RESERVED or not _KEY.match(key):
         raise BadRequest(f"header {key} cannot travel as gRPC metadata", [(key, "bad name")])
     if isinstance(value, str) and not _TEXT.match(value):
         raise BadRequest(

@@ -248,3 +248,16 @@ def test_a_client_that_goes_away_cancels_the_upstreams_unary_call(proxied: Proxi
         await asyncio.to_thread(proxied.upstream.wait_for, "cancelled Sleep")
 
     run(scenario())
+
+
+def test_metadata_grpc_cannot_carry_is_refused_naming_the_header(proxied: Proxied) -> None:
+    async def scenario() -> list[httpx.Response]:
+        async with client(proxied) as http:
+            return [
+                await http.get("/v1/say/x", headers={"grpc-metadata-content-type": "text/x"}),
+                await http.get("/v1/say/x", headers={"grpc-metadata-grpc-status": "0"}),
+            ]
+
+    for response in run(scenario()):
+        assert response.status_code == 400, response.text
+        assert "cannot travel as gRPC metadata" in response.json()["message"]

@@ -25,6 +25,7 @@ from app.gateway.context import GatewayContext, Metadata
 from app.gateway.enveloped import serve_enveloped
 from app.gateway.envelopes import envelope, gunzip, gzip_bytes
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
+from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call, unary_reply
 from app.gateway.stages import Stages
@@ -87,11 +88,9 @@ class ConnectFlow:
     async def __call__(self, plan: BindingPlan, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
         request_id = http_io.request_id(headers)
-        observation = begin_observation(self.stages, "connect", plan, request_id)
-        try:
-            await self._serve(plan, scope, headers, request_id, observation, receive, send)
-        finally:
-            observation.end("OK")  # the call's own status is not yet told to telemetry
+        observation = begin_observation(self.stages, "connect", plan, headers, request_id)
+        flow = self._serve(plan, scope, headers, request_id, observation, receive, send)
+        await http_io.observed(observation, flow)
 
     async def _serve(
         self,
@@ -102,19 +101,17 @@ class ConnectFlow:
         observation: Observation,
         receive: Receive,
         send: Send,
-    ) -> None:
+    ) -> Ended:
         if plan.method.kind == "unary":
-            await self._unary(plan, scope, headers, request_id, observation, receive, send)
-            return
+            return await self._unary(plan, scope, headers, request_id, observation, receive, send)
         try:
             call = new_call(plan.method, headers, request_id, scope, observation)
             _check_version(headers.get(b"connect-protocol-version", b"1").decode("latin-1"))
             wire = ConnectStreamWire(self._stream_codec(headers), headers)
             _apply_timeout(call.context, headers)
         except GatewayError as exc:
-            await _send_error(send, exc, request_id)
-            return
-        await serve_enveloped(self.stages, plan, call, wire, receive, send)
+            return await _send_error(send, exc, request_id)
+        return await serve_enveloped(self.stages, plan, call, wire, receive, send)
 
     def _stream_codec(self, headers: http_io.Headers) -> WireCodec:
         mime = _mime(headers)
@@ -137,7 +134,7 @@ class ConnectFlow:
         observation: Observation,
         receive: Receive,
         send: Send,
-    ) -> None:
+    ) -> Ended:
         context: GatewayContext | None = None
         try:
             call = new_call(plan.method, headers, request_id, scope, observation)
@@ -160,8 +157,7 @@ class ConnectFlow:
             watch = self.stages.options.cancel_unary_on_disconnect
             reply = await unary_reply(self.stages.invoker, call, request, receive, watch)
         except GatewayError as exc:
-            await _send_error(send, exc, request_id, context)
-            return
+            return await _send_error(send, exc, request_id, context)
         payload = codec.encode(plan, reply)
         extra = _reply_metadata(context)
         if len(payload) >= COMPRESS_MIN_BYTES and _accepts_gzip(headers):
@@ -169,6 +165,7 @@ class ConnectFlow:
             extra += (("content-encoding", "gzip"),)
         content_type = _UNARY_TYPES[codec.name]
         await http_io.send_whole(send, 200, content_type, payload, request_id, None, extra)
+        return None
 
     async def _post_request(
         self, headers: http_io.Headers, receive: Receive, limit: int
@@ -254,7 +251,8 @@ class ConnectStreamWire:
 
 async def _send_error(
     send: Send, error: GatewayError, request_id: str, context: GatewayContext | None = None
-) -> None:
+) -> Ended:
+    """Answer with Connect's error JSON; how the call ended."""
     payload = json.dumps(error_dict(error), separators=(",", ":")).encode()
     extra = error.headers
     if context is not None:
@@ -262,15 +260,17 @@ async def _send_error(
     await http_io.send_whole(
         send, error.http_status, b"application/json", payload, request_id, None, extra
     )
+    return error.code.name, error.http_status
 
 
 def begin_observation(
-    stages: Stages, protocol: str, plan: BindingPlan, request_id: str
+    stages: Stages, protocol: str, plan: BindingPlan, headers: http_io.Headers, request_id: str
 ) -> Observation:
-    """The call's telemetry, begun as the REST flow begins its own."""
+    """The call's telemetry, begun as the REST flow begins its own (continuing a caller's
+    trace)."""
     streaming = plan.method.kind != "unary"
     return stages.options.telemetry.rpc(protocol, plan.method.full_name, streaming).begin(
-        request_id
+        request_id, *http_io.trace_context(headers)
     )
 
 

@@ -14,6 +14,7 @@ from starlette.types import Receive, Scope, Send
 from app import stream_position
 from app.gateway import http_io, streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
+from app.gateway.http_io import Ended
 from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch
 from app.gateway.invoker import (
     Call,
@@ -26,12 +27,7 @@ from app.gateway.invoker import (
 )
 from app.gateway.stages import Stages
 from app.gateway.stream_response import StreamResponse
-from app.observe.calls import UNMATCHED
-
-# How a call ended, when not OK: the gRPC code's name and the HTTP status sent.
-Ended = tuple[str, int] | None
-# nginx's "client closed request": the client went away before the reply.
-CLIENT_CLOSED = 499
+from app.observe.calls import UNMATCHED, Observation
 
 
 class RpcDispatcher:
@@ -55,29 +51,30 @@ class RpcDispatcher:
             await self._refuse(send, error, request_id)
             return
         method = match.plan.method
-        unary = method.kind == "unary"
-        observation = self._telemetry.rpc("rest", method.full_name, not unary).begin(
+        observation = self._telemetry.rpc("rest", method.full_name, method.kind != "unary").begin(
             request_id, *http_io.trace_context(headers)
         )
-        # What the call ended with, unless something unexpected ends it first.
-        code, http_status = "INTERNAL", 500
+        flow = self._flow(match, headers, request_id, scope, receive, send, observation)
+        await http_io.observed(observation, flow)
+
+    async def _flow(
+        self,
+        match: RouteMatch,
+        headers: http_io.Headers,
+        request_id: str,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        observation: Observation,
+    ) -> Ended:
         try:
-            try:
-                call = new_call(method, headers, request_id, scope, observation)
-            except GatewayError as exc:
-                await http_io.send_error(send, exc, request_id, self._proto_names)
-                code, http_status = exc.code.name, exc.http_status
-                return
-            if unary:
-                ended = await self._unary(call, match, scope, receive, send)
-            else:
-                ended = await self._streaming(call, match, scope, receive, send)
-            code, http_status = ("OK", 200) if ended is None else ended
-        except asyncio.CancelledError:
-            code, http_status = "CANCELLED", CLIENT_CLOSED
-            raise
-        finally:
-            observation.end(code, http_status)
+            call = new_call(match.plan.method, headers, request_id, scope, observation)
+        except GatewayError as exc:
+            await http_io.send_error(send, exc, request_id, self._proto_names)
+            return exc.code.name, exc.http_status
+        if match.plan.method.kind == "unary":
+            return await self._unary(call, match, scope, receive, send)
+        return await http_io.run_call(self._stream_call(call, match, scope, send, receive))
 
     async def _refuse(self, send: Send, error: GatewayError, request_id: str) -> None:
         """Answer a request no RPC binding matches (counted under ``rpc="unmatched"``)."""
@@ -114,17 +111,6 @@ class RpcDispatcher:
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
         return self.stages.transcoder.request(match.plan, match.path_values, query, body)
-
-    async def _streaming(
-        self, call: Call, match: RouteMatch, scope: Scope, receive: Receive, send: Send
-    ) -> Ended:
-        worker = asyncio.ensure_future(self._stream_call(call, match, scope, send, receive))
-        try:
-            return await worker
-        except asyncio.CancelledError:
-            if not worker.cancelled():
-                raise  # we were cancelled ourselves, not by a disconnect
-            return "CANCELLED", CLIENT_CLOSED
 
     async def _stream_call(
         self,

@@ -18,6 +18,7 @@ from app.gateway import http_io
 from app.gateway.context import GatewayContext
 from app.gateway.envelopes import COMPRESSED, gunzip, read_envelopes
 from app.gateway.errors import BadRequest, GatewayError
+from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, Request, admit, loop_time, stream_ending
 from app.gateway.stages import Stages
@@ -51,14 +52,15 @@ class EnvelopeWire(Protocol):
 
 async def serve_enveloped(
     stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
-) -> None:
-    """Run the call; a disconnect cancels it (and this flow) without an answer."""
-    await http_io.run_call(_run(stages, plan, call, wire, receive, send))
+) -> Ended:
+    """Run the call; a disconnect cancels it (and this flow) without an answer. How it ended:
+    every answer is a ``200`` whose last frame carries the code."""
+    return await http_io.run_call(_run(stages, plan, call, wire, receive, send))
 
 
 async def _run(
     stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
-) -> None:
+) -> Ended:
     context = call.context
     streams = stages.options.streams
     started = False
@@ -67,7 +69,7 @@ async def _run(
     except GatewayError as exc:
         await http_io.start(send, 200, wire.content_type, call.request_id, None)
         await send({"type": "http.response.body", "body": wire.end(exc, context)})
-        return
+        return exc.code.name, 200
     pump = http_io.pump_cancelling_on_disconnect(receive, context)
     method = call.method
 
@@ -113,6 +115,7 @@ async def _run(
     if not started:
         await start()
     await send({"type": "http.response.body", "body": wire.end(error, context)})
+    return None if error is None else (error.code.name, 200)
 
 
 async def _messages(

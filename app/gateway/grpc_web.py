@@ -25,10 +25,12 @@ from app.gateway.errors import (
     GatewayError,
     unsupported_media_type,
 )
+from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import new_call
 from app.gateway.stages import Stages
 from app.gateway.wire_codecs import PROTO, JsonCodec, WireCodec
+from app.observe.calls import Observation
 
 TRAILERS = 0x80
 CONTENT_TYPE_PREFIX = "application/grpc-web"
@@ -46,12 +48,26 @@ class GrpcWebFlow:
     async def __call__(self, plan: BindingPlan, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
         request_id = http_io.request_id(headers)
-        mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode()
+        mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
         text = mime.startswith(_TEXT)
         wire = GrpcWebWire(mime, PROTO, text, headers)
-        observation = begin_observation(self.stages, "grpc-web", plan, request_id)
+        observation = begin_observation(self.stages, "grpc-web", plan, headers, request_id)
+        flow = self._serve(plan, scope, headers, wire, observation, receive, send)
+        await http_io.observed(observation, flow)
+
+    async def _serve(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        wire: GrpcWebWire,
+        observation: Observation,
+        receive: Receive,
+        send: Send,
+    ) -> Ended:
+        request_id = observation.request_id
         try:
-            wire.codec = self._codec(mime)
+            wire.codec = self._codec(wire.mime)
             if wire.request_encoding not in _ENCODINGS:
                 raise BadRequest(
                     f"grpc-encoding {wire.request_encoding!r} is not supported; use gzip",
@@ -60,14 +76,9 @@ class GrpcWebFlow:
             call = new_call(plan.method, headers, request_id, scope, observation)
         except GatewayError as exc:
             await http_io.start(send, 200, wire.content_type, request_id, None)
-            body = wire.end(exc, None)
-            await send({"type": "http.response.body", "body": body})
-            observation.end(exc.code.name)
-            return
-        try:
-            await serve_enveloped(self.stages, plan, call, wire, receive, send)
-        finally:
-            observation.end("OK")  # the call's own status is not yet told to telemetry
+            await send({"type": "http.response.body", "body": wire.end(exc, None)})
+            return exc.code.name, 200
+        return await serve_enveloped(self.stages, plan, call, wire, receive, send)
 
     def _codec(self, mime: str) -> WireCodec:
         subtype = mime.removeprefix(_TEXT if mime.startswith(_TEXT) else CONTENT_TYPE_PREFIX)
@@ -83,6 +94,7 @@ class GrpcWebWire:
 
     def __init__(self, mime: str, codec: WireCodec, text: bool, headers: http_io.Headers) -> None:
         self.codec = codec
+        self.mime = mime
         self.text = text
         self.content_type = (mime or CONTENT_TYPE_PREFIX).encode()
         self.request_encoding = headers.get(b"grpc-encoding", b"").decode("latin-1")

@@ -12,7 +12,7 @@ import binascii
 import itertools
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any
 
 import grpc
@@ -28,8 +28,13 @@ from app.gateway.errors import (
     body_too_slow,
     unsupported_media_type,
 )
+from app.observe.calls import Observation
 
 Headers = dict[bytes, bytes]  # ASGI request headers, names in lower case
+# How a call ended, when not OK: the gRPC code's name and the HTTP status sent.
+Ended = tuple[str, int] | None
+# nginx's "client closed request": the client went away before the reply.
+CLIENT_CLOSED = 499
 
 _TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
@@ -174,16 +179,31 @@ def pump_cancelling_on_disconnect(
     return pump
 
 
-async def run_call(work: Coroutine[Any, Any, None]) -> None:
+async def run_call(work: Coroutine[Any, Any, Ended]) -> Ended:
     """Run a streaming call's flow as its own task, which a client going away cancels (see
-    :func:`pump_cancelling_on_disconnect`): then the flow just ends; our own cancellation
-    still propagates."""
+    :func:`pump_cancelling_on_disconnect`): then the flow just ends, as CANCELLED; our own
+    cancellation still propagates."""
     worker = asyncio.ensure_future(work)
     try:
-        await worker
+        return await worker
     except asyncio.CancelledError:
         if not worker.cancelled():
             raise  # we were cancelled ourselves, not by a disconnect
+        return "CANCELLED", CLIENT_CLOSED
+
+
+async def observed(observation: Observation, flow: Awaitable[Ended]) -> None:
+    """Run a call's flow and tell its telemetry how it ended: the code and the HTTP status that
+    went out (INTERNAL/500 if something unexpected ended it)."""
+    code, http_status = "INTERNAL", 500
+    try:
+        ended = await flow
+        code, http_status = ("OK", 200) if ended is None else ended
+    except asyncio.CancelledError:
+        code, http_status = "CANCELLED", CLIENT_CLOSED
+        raise
+    finally:
+        observation.end(code, http_status)
 
 
 def _response_headers(

@@ -48,6 +48,15 @@ def test_rest_and_grpc_calls_move_their_counters_and_histograms(tmp_path):
                 "/v1/auth:login", json={"username": "admin", "password": "wrong-password"}
             )
             assert bad.status_code == 401
+            # Connect and gRPC-Web record the outcome that went out, not a blanket OK.
+            connect = {"content-type": "application/proto", **auth}
+            path = f"/api{VERSION.grpc_path}"
+            assert (await server.http.post(path, headers=connect)).status_code == 200
+            anonymous = await server.http.post(path, headers={"content-type": "application/proto"})
+            assert anonymous.status_code == 401
+            web = {"content-type": "application/grpc-web+proto"}
+            refused_web = await server.http.post(VERSION.grpc_path, content=b"\0" * 5, headers=web)
+            assert b"grpc-status: 16" in refused_web.content
             return before, await scrape(server)
 
     before, after = run(scenario())
@@ -62,6 +71,10 @@ def test_rest_and_grpc_calls_move_their_counters_and_histograms(tmp_path):
     assert calls("grpc", "OK", "") == 2
     assert calls("grpc", "UNAUTHENTICATED", "") == 1
     assert calls("rest", "NOT_FOUND", "404", rpc="unmatched") == 1
+    assert calls("connect", "OK", "200") == 1
+    assert calls("connect", "UNAUTHENTICATED", "401") == 1
+    assert calls("grpc-web", "UNAUTHENTICATED", "200") == 1  # the status is in the trailers
+    assert calls("grpc-web", "OK", "200") == 0
     assert delta(before, after, "portico_token_refusals_total", reason="malformed") == 1
     seconds = "portico_request_duration_seconds_count"
     assert delta(before, after, seconds, transport="rest", rpc=rpc) == 4
@@ -72,7 +85,7 @@ def test_rest_and_grpc_calls_move_their_counters_and_histograms(tmp_path):
     assert delta(before, after, "portico_request_duration_seconds_sum", transport="grpc", rpc=rpc)
     # The gate's outcomes and the store's operations.
     assert delta(before, after, "portico_logins_total", outcome="failure") == 1
-    assert delta(before, after, "portico_token_refusals_total", reason="missing") == 1
+    assert delta(before, after, "portico_token_refusals_total", reason="missing") == 3
     assert delta(before, after, "portico_store_operation_duration_seconds_count", operation="list")
     # Every label value comes from the descriptors or a fixed list: no path, no user name.
     for name, labels in after:

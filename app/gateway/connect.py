@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 from app.gateway import http_io
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.enveloped import serve_enveloped
-from app.gateway.envelopes import envelope, gunzip, gzip_bytes
+from app.gateway.envelopes import COMPRESSED, accepts_gzip, envelope, gunzip, gzip_bytes
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
@@ -160,7 +160,7 @@ class ConnectFlow:
             return await _send_error(send, exc, request_id, context)
         payload = codec.encode(plan, reply)
         extra = _reply_metadata(context)
-        if len(payload) >= COMPRESS_MIN_BYTES and _accepts_gzip(headers):
+        if len(payload) >= COMPRESS_MIN_BYTES and accepts_gzip(headers.get(b"accept-encoding")):
             payload = gzip_bytes(payload)
             extra += (("content-encoding", "gzip"),)
         content_type = _UNARY_TYPES[codec.name]
@@ -220,21 +220,31 @@ class ConnectFlow:
 
 
 class ConnectStreamWire:
-    """Connect's stream frames: message envelopes, then an end-stream JSON envelope."""
+    """Connect's stream frames: message envelopes, then an end-stream JSON envelope.
+
+    A client that sends ``connect-accept-encoding: gzip`` gets the stream marked
+    ``connect-content-encoding: gzip`` and each message of at least
+    :data:`COMPRESS_MIN_BYTES` compressed, with the envelope's compressed flag set; smaller
+    messages and the end-stream frame go as they are (the flag tells which)."""
 
     def __init__(self, codec: WireCodec, headers: http_io.Headers) -> None:
         self.codec = codec
         self.content_type = b"application/connect+" + codec.name.encode()
         self.request_encoding = headers.get(b"connect-content-encoding", b"").decode("latin-1")
+        self.compress = accepts_gzip(headers.get(b"connect-accept-encoding"))
 
     def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
         return chunks
 
     def headers(self, context: GatewayContext) -> tuple[tuple[str, str], ...]:
-        extra = (("connect-accept-encoding", _ACCEPT_ENCODING),)
+        extra: tuple[tuple[str, str], ...] = (("connect-accept-encoding", _ACCEPT_ENCODING),)
+        if self.compress:
+            extra += (("connect-content-encoding", "gzip"),)
         return extra + metadata_headers(context.initial_metadata)
 
     def message(self, payload: bytes) -> bytes:
+        if self.compress and len(payload) >= COMPRESS_MIN_BYTES:
+            return envelope(COMPRESSED, gzip_bytes(payload))
         return envelope(0, payload)
 
     def end(self, error: GatewayError | None, context: GatewayContext) -> bytes:
@@ -327,7 +337,3 @@ def _apply_timeout(context: GatewayContext, headers: http_io.Headers) -> None:
     deadline = time.monotonic() + int(raw) / 1000
     if context.deadline is None or deadline < context.deadline:
         context.deadline = deadline
-
-
-def _accepts_gzip(headers: http_io.Headers) -> bool:
-    return b"gzip" in headers.get(b"accept-encoding", b"")

@@ -86,6 +86,23 @@ def gunzip(data: bytes, limit: int) -> bytes:
     return out
 
 
+def accepts_gzip(header: bytes | None) -> bool:
+    """Whether an ``accept-encoding``-style list names gzip, unless with ``q=0``."""
+    for item in (header or b"").split(b","):
+        name, _, params = item.partition(b";")
+        if name.strip().lower() != b"gzip":
+            continue
+        for param in params.split(b";"):
+            key, _, value = param.partition(b"=")
+            if key.strip().lower() == b"q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
+
+
 def gzip_bytes(data: bytes) -> bytes:
     """Compress a reply; level 6 balances CPU on two shared cores against bytes on the wire."""
     return gzip.compress(data, compresslevel=6, mtime=0)

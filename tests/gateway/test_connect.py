@@ -141,6 +141,10 @@ def test_gzip_both_ways() -> None:
     assert reply.status_code == 200
     assert reply.headers["content-encoding"] == "gzip"
     assert reply.json()["displayName"] == thing["displayName"]  # httpx inflated it
+    refused = {**JSON, "accept-encoding": "br, gzip;q=0"}
+    plain = connect_post(ECHO, json.dumps(thing).encode(), refused)
+    assert "content-encoding" not in plain.headers
+    assert plain.json()["displayName"] == thing["displayName"]
 
 
 def test_get_for_a_method_without_side_effects() -> None:
@@ -245,6 +249,25 @@ def test_compressed_envelopes_are_read() -> None:
     headers = {**STREAM_PROTO, "connect-content-encoding": "gzip"}
     _, found = stream("CollectThings", frame(payload, flags=1), headers)
     assert pb.ThingSummary.FromString(found[0][1]).names == ["z"]
+
+
+def test_stream_replies_are_compressed_when_the_client_accepts_gzip() -> None:
+    parent = "shelves/" + "p" * 2000  # each reply is over the size worth compressing
+    request = frame(pb.ListThingsRequest(parent=parent, count=2).SerializeToString())
+    headers = {**STREAM_PROTO, "connect-accept-encoding": "gzip"}
+    reply, found = stream("ListThings", request, headers)
+    assert reply.headers["connect-content-encoding"] == "gzip"
+    *messages, (end_flags, end) = found
+    assert [flags for flags, _ in messages] == [1, 1]
+    names = [pb.Thing.FromString(gzip.decompress(m)).name for _, m in messages]
+    assert names == [f"{parent}/things/{i}" for i in range(2)]
+    assert end_flags == 2 and json.loads(end) == {}
+    # Without the header (or with gzip refused) nothing is compressed.
+    refused = {**STREAM_PROTO, "connect-accept-encoding": "gzip;q=0"}
+    for plain_headers in (STREAM_PROTO, refused):
+        plain, found = stream("ListThings", request, plain_headers)
+        assert "connect-content-encoding" not in plain.headers
+        assert [flags for flags, _ in found] == [0, 0, 2]
 
 
 @pytest.mark.parametrize(

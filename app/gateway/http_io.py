@@ -28,6 +28,7 @@ from app.gateway.errors import (
     body_too_slow,
     unsupported_media_type,
 )
+from app.gateway.slow_reads import slow_reads
 from app.observe.calls import Observation
 
 Headers = dict[bytes, bytes]  # ASGI request headers, names in lower case
@@ -139,10 +140,11 @@ def check_length(headers: Headers, limit: int) -> None:
 
 async def read_body(receive: Receive, headers: Headers, limit: int, timeout: float) -> bytes:
     """The whole request body: 413 past ``limit`` bytes, 408 if it takes over ``timeout`` s."""
+    if headers.get(b"content-length") == b"0":
+        return b""  # nothing to wait for (the commonest RPC request is the empty message)
     check_length(headers, limit)
     try:
-        async with asyncio.timeout(timeout):
-            return await _read_body(receive, limit)
+        return await slow_reads().within(timeout, _read_body(receive, limit))
     except TimeoutError:
         raise body_too_slow(timeout) from None
 

@@ -16,6 +16,7 @@ from google.protobuf import message
 
 from app.gateway.codec import JsonOptions, dump_json, load_json, parse_into
 from app.gateway.errors import GatewayError, body_too_large, body_too_slow
+from app.gateway.slow_reads import slow_reads
 
 Receive = Callable[[], Any]
 _QUEUE_SIZE = 8  # chunks in flight between the socket and the servicer
@@ -70,8 +71,7 @@ class InboundPump:
     async def read_body(self, limit: int, timeout: float) -> bytes:
         """The whole request body; 413 past ``limit`` bytes, 408 if it takes over ``timeout``."""
         try:
-            async with asyncio.timeout(timeout):
-                return await self._read_body(limit)
+            return await slow_reads().within(timeout, self._read_body(limit))
         except TimeoutError:
             raise body_too_slow(timeout) from None
 

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
 
 import grpc
-from google.protobuf.descriptor_pb2 import MethodOptions
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
@@ -42,7 +41,6 @@ END_STREAM = 0x02
 COMPRESS_MIN_BYTES = 1024
 _ENCODINGS = ("gzip", "identity")
 _ACCEPT_ENCODING = "gzip"
-_NO_SIDE_EFFECTS = MethodOptions.IdempotencyLevel.NO_SIDE_EFFECTS
 _UNARY_TYPES = {"proto": b"application/proto", "json": b"application/json"}
 _UNARY_CODECS = {value: name for name, value in _UNARY_TYPES.items()}
 
@@ -89,10 +87,11 @@ class ConnectFlow:
         headers = dict(scope["headers"])
         request_id = http_io.request_id(headers)
         observation = begin_observation(self.stages, "connect", plan, headers, request_id)
-        flow = self._serve(plan, scope, headers, request_id, observation, receive, send)
+        serve = self._unary if plan.method.kind == "unary" else self._stream
+        flow = serve(plan, scope, headers, request_id, observation, receive, send)
         await http_io.observed(observation, flow)
 
-    async def _serve(
+    async def _stream(
         self,
         plan: BindingPlan,
         scope: Scope,
@@ -102,8 +101,6 @@ class ConnectFlow:
         receive: Receive,
         send: Send,
     ) -> Ended:
-        if plan.method.kind == "unary":
-            return await self._unary(plan, scope, headers, request_id, observation, receive, send)
         try:
             call = new_call(plan.method, headers, request_id, scope, observation)
             _check_version(headers.get(b"connect-protocol-version", b"1").decode("latin-1"))
@@ -188,8 +185,7 @@ class ConnectFlow:
     def _get_request(
         self, plan: BindingPlan, query: dict[str, str], limit: int
     ) -> tuple[WireCodec, bytes]:
-        options = plan.method.descriptor.GetOptions()
-        if options.idempotency_level != _NO_SIDE_EFFECTS:
+        if not plan.method.side_effect_free:
             raise HttpRefusal(
                 grpc.StatusCode.UNIMPLEMENTED,
                 f"{plan.method.full_name} has side effects: call it with POST",

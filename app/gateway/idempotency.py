@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Protocol
 
-from google.protobuf import descriptor_pb2
 from google.protobuf.message import Message
 
 from app.gateway.context import Metadata
@@ -26,7 +25,6 @@ from app.gateway.registry import Method
 HEADER = "Idempotency-Key"
 METADATA_KEY = "idempotency-key"
 MAX_KEY_LENGTH = 255
-_NO_SIDE_EFFECTS = descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS
 
 
 class Idempotency(Protocol):
@@ -40,11 +38,18 @@ class Idempotency(Protocol):
 
 def is_mutating(method: Method) -> bool:
     """Whether ``method`` takes an idempotency key (see the module's docstring)."""
-    if method.kind != "unary":
-        return False
-    if method.descriptor.GetOptions().idempotency_level == _NO_SIDE_EFFECTS:
-        return False
-    return all(binding.verb != "GET" for binding in method.http)
+    found = _mutating.get(method.grpc_path)
+    if found is None:
+        found = _mutating[method.grpc_path] = (
+            method.kind == "unary"
+            and not method.side_effect_free
+            and all(binding.verb != "GET" for binding in method.http)
+        )
+    return found
+
+
+# is_mutating by method path: asked on every call, and a fact of the descriptors.
+_mutating: dict[str, bool] = {}
 
 
 def idempotency_parameter() -> dict[str, object]:

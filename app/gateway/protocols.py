@@ -15,7 +15,6 @@ Any other path goes to the REST flow unchanged.
 
 from __future__ import annotations
 
-from google.protobuf.descriptor_pb2 import MethodOptions
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.gateway.codec import JsonOptions
@@ -72,7 +71,4 @@ class ProtocolSwitch:
 
 def _get(scope: Scope, plan: BindingPlan) -> bool:
     """A GET of a method without side effects: Connect's cacheable unary call."""
-    if scope["method"] != "GET":
-        return False
-    level = plan.method.descriptor.GetOptions().idempotency_level
-    return bool(level == MethodOptions.IdempotencyLevel.NO_SIDE_EFFECTS)
+    return scope["method"] == "GET" and plan.method.side_effect_free

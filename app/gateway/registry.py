@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 
 from google.api import annotations_pb2, http_pb2
-from google.protobuf import descriptor, message, message_factory
+from google.protobuf import descriptor, descriptor_pb2, message, message_factory
 
 _RULE_VERBS = ("get", "put", "post", "delete", "patch")
 
@@ -61,6 +61,12 @@ class Method:
         if self.server_streaming:
             return "server_streaming"
         return "unary"
+
+    @cached_property
+    def side_effect_free(self) -> bool:
+        """Marked ``option idempotency_level = NO_SIDE_EFFECTS`` in its proto."""
+        level = self.descriptor.GetOptions().idempotency_level
+        return bool(level == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS)
 
     @cached_property
     def input_type(self) -> type[message.Message]:

@@ -38,6 +38,14 @@ class Served:
     http_base: str
 
 
+@dataclass(frozen=True)
+class Workers:
+    """A running ``portico serve --workers 2``: each worker's start-up line, and its data folder."""
+
+    served: list[Served]
+    data_dir: Path
+
+
 @contextmanager
 def serve_process(
     python: Sequence[str], data_dir: Path, cwd: Path, workers: int = 1
@@ -48,7 +56,8 @@ def serve_process(
     process = subprocess.Popen(
         [*command, "--data-dir", str(data_dir), "--workers", str(workers)],
         cwd=cwd,
-        env={**os.environ, **TEST_ENV},
+        # Its metrics go to its own data folder, whatever this environment says.
+        env={k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"} | TEST_ENV,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,

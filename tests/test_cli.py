@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import stat
-import sys
 from pathlib import Path
 
 import grpc
@@ -15,8 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from app import __version__
 from app.__main__ import main
 from app.node_agent import default_cert_dir, load_or_create_certificate
-from tests.conftest import ROOT
-from tests.serve_process import serve_process
+from tests.serve_process import Workers
 
 
 def _output(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -66,19 +64,19 @@ def test_node_certificates_live_in_the_data_folder_owner_only(tmp_path):
     assert load_or_create_certificate(cert_dir, "edge-1") == certificate
 
 
-def test_the_start_line_names_the_version_and_the_ports_bound(tmp_path):
-    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as [served]:
+def test_the_start_line_names_the_version_and_the_ports_bound(two_workers: Workers) -> None:
+    for served in two_workers.served:  # each worker says it
         assert served.version == __version__
-        assert httpx.get(f"{served.http_base}/healthz", timeout=5).json() == {"status": "ok"}
-        with grpc.insecure_channel(f"127.0.0.1:{served.grpc_port}") as channel:
-            health = health_pb2_grpc.HealthStub(channel)
-            reply = health.Check(health_pb2.HealthCheckRequest(), timeout=5)
-        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    served = two_workers.served[0]
+    assert httpx.get(f"{served.http_base}/healthz", timeout=5).json() == {"status": "ok"}
+    with grpc.insecure_channel(f"127.0.0.1:{served.grpc_port}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        reply = health.Check(health_pb2.HealthCheckRequest(), timeout=5)
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def test_workers_given_port_zero_share_the_one_port_picked(tmp_path):
-    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT, workers=2) as served:
-        first, second = served
-        assert (first.grpc_port, first.http_base) == (second.grpc_port, second.http_base)
-        assert first.grpc_port > 0 and not first.http_base.endswith(":0")
-        assert httpx.get(f"{first.http_base}/readyz", timeout=5).status_code == 200
+def test_workers_given_port_zero_share_the_one_port_picked(two_workers: Workers) -> None:
+    first, second = two_workers.served
+    assert (first.grpc_port, first.http_base) == (second.grpc_port, second.http_base)
+    assert first.grpc_port > 0 and not first.http_base.endswith(":0")
+    assert httpx.get(f"{first.http_base}/readyz", timeout=5).status_code == 200

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT
-from tests.serve_process import serve_process
+from tests.reliability.server import free_port
+from tests.serve_process import Workers, serve_process
 
 DOCKERFILE = ROOT / "Dockerfile"
 
@@ -52,15 +53,15 @@ def test_base_images_are_pinned_to_a_release():
             assert re.fullmatch(r"FROM python:\d+\.\d+\.\d+-slim-\w+( AS \w+)?", line), line
 
 
-def test_the_healthcheck_follows_the_configured_port(tmp_path):
+def test_the_healthcheck_follows_the_configured_port(two_workers: Workers) -> None:
     healthcheck = DOCKERFILE.read_text().split("\nHEALTHCHECK ", 1)[1]
     probe = json.loads(healthcheck.split("CMD", 1)[1].splitlines()[0])
     assert probe[0] == "python"
-    with serve_process([sys.executable], tmp_path / "data", cwd=ROOT) as [served]:
-        port = served.http_base.rsplit(":", 1)[1]
-        env = {**os.environ, "PORTICO_HTTP_PORT": port}
-        assert subprocess.run([sys.executable, *probe[1:]], env=env, check=False).returncode == 0
-    # Nothing answers there any more: the probe reports the container unhealthy.
+    port = two_workers.served[0].http_base.rsplit(":", 1)[1]
+    env = {**os.environ, "PORTICO_HTTP_PORT": port}
+    assert subprocess.run([sys.executable, *probe[1:]], env=env, check=False).returncode == 0
+    # Where nothing answers, the probe reports the container unhealthy.
+    env["PORTICO_HTTP_PORT"] = str(free_port())
     failed = subprocess.run([sys.executable, *probe[1:]], env=env, capture_output=True, check=False)
     assert failed.returncode != 0
 
@@ -85,6 +86,7 @@ def _build_copies() -> list[tuple[str, str]]:
     return copies
 
 
+@pytest.mark.slow  # builds and installs a wheel: scheduled first
 def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_path):
     """What the build stage does, outside Docker: the sources it copies to /src, a non-editable
     install of them into the virtualenv /opt/portico, and static/ copied into that prefix."""
@@ -105,13 +107,10 @@ def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_pat
     # The dependencies come from this test's environment (installing them again would take
     # minutes); only its site-packages folder joins the path, not its editable checkout.
     (site_packages / "test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    # One pip run builds the wheel and installs it (not editable: nothing points back at src).
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, src], check=True
-    )
-    wheel = next(wheels.glob("portico-*.whl"))
-    subprocess.run([*pip, "install", "--no-deps", "--target", site_packages, wheel], check=True)
+    install = [*pip, "install", "--no-deps", "--no-build-isolation", "--target", site_packages]
+    subprocess.run([*install, src], check=True)
     shutil.rmtree(src)  # nothing of the sources is left to fall back on
 
     python = [str(prefix / "bin" / "python")]

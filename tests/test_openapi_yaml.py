@@ -17,10 +17,13 @@ from app.gateway.admission import NO_AUTH
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
 
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def committed() -> dict[str, Any]:
-    return yaml.safe_load(codegen.OPENAPI.read_text())
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where PyYAML has it
+    return yaml.load(codegen.OPENAPI.read_text(), Loader=loader)
 
 
 def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:

@@ -25,11 +25,15 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, require
+
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
 
 # What a fresh clone lacks: local state, caches, build output.
 NOT_IN_A_CLONE = {".git", ".venv", "data", "portico.log", "build", "dist"}
-CACHES = shutil.ignore_patterns("__pycache__", "*.egg-info", ".*_cache")
+CACHES = shutil.ignore_patterns("__pycache__", "*.egg-info", ".*_cache", "node_modules")
 
 
 def quick_start_blocks(readme: str) -> list[str]:

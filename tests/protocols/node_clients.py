@@ -8,6 +8,7 @@ in sync with protos/.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import shutil
@@ -28,16 +29,19 @@ def prepared_node() -> str:
     if node is None or npm is None:
         require("Node.js and npm", "install Debian's nodejs and npm")
     assert node is not None and npm is not None
-    if not (NODE_DIR / "node_modules" / ".package-lock.json").exists():
-        _run([npm, "install", "--no-audit", "--no-fund"])
-    # Generating takes seconds: only again when its inputs changed since the last time.
-    inputs = [ROOT / "gen" / "portico.binpb"]
-    inputs += [NODE_DIR / "buf.gen.yaml", NODE_DIR / "package-lock.json"]
-    digest = hashlib.sha256(b"".join(path.read_bytes() for path in inputs)).hexdigest()
-    stamp = NODE_DIR / "gen" / ".inputs"
-    if not stamp.exists() or stamp.read_text() != digest:
-        _run([str(NODE_DIR / "node_modules" / ".bin" / "buf"), "generate"])
-        stamp.write_text(digest)
+    # Test processes running side by side (pytest -n) take turns: one installs and generates.
+    with open(NODE_DIR / ".prepare.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (NODE_DIR / "node_modules" / ".package-lock.json").exists():
+            _run([npm, "install", "--no-audit", "--no-fund"])
+        # Generating takes seconds: only again when its inputs changed since the last time.
+        inputs = [ROOT / "gen" / "portico.binpb"]
+        inputs += [NODE_DIR / "buf.gen.yaml", NODE_DIR / "package-lock.json"]
+        digest = hashlib.sha256(b"".join(path.read_bytes() for path in inputs)).hexdigest()
+        stamp = NODE_DIR / "gen" / ".inputs"
+        if not stamp.exists() or stamp.read_text() != digest:
+            _run([str(NODE_DIR / "node_modules" / ".bin" / "buf"), "generate"])
+            stamp.write_text(digest)
     return node
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.reliability.server import login, start_server
 
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
+
 CREATE = "edgeproto.OperatorApi.CreateOperator"
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import grpc
 import httpx
+import pytest
 
 from app.gateway.admission import NO_AUTH
 from app.gateway.routes import GatewayOptions, create_app
@@ -30,6 +31,8 @@ from tests.gateway.conftest import shelf_registry
 from tests.gateway.shelf import SERVICE, ShelfServicer, pb
 from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving
 from tests.reliability.server import start_server
+
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
 
 EVENTS = "/v1/runtime/events"  # v1alpha.PublicAPI.ListenEvents: a watch
 GRACE = 3.0

@@ -10,8 +10,11 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.reliability.server import Server, login, start_server, wait_for
+
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
 
 WRITERS = 4
 ACKNOWLEDGED_BEFORE_KILL = 20

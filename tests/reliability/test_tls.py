@@ -22,6 +22,8 @@ from tests.harness import ADMIN_PASSWORD
 from tests.reliability.certificates import Authority, Issued
 from tests.reliability.server import ROOT, START_TIMEOUT, Server, start_server, wait_for
 
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
+
 
 def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path):
     servers = Authority(tmp_path / "pki", "Server CA")

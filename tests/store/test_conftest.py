@@ -6,8 +6,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.store.conftest import DATABASE_URL_VARIABLE
+
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
 
 ONE_POSTGRES_TEST = "tests/store/test_accounts.py::test_accounts_are_listed_by_username[postgres]"
 

@@ -38,6 +38,11 @@ def count_reads(store: ObjectStore, only: Callable[..., Any] | None = None) -> C
     return lambda: count
 
 
+async def _watching() -> bool:
+    """Whether a watch waits for the next revision: it starts the revision poller as it does."""
+    return any(task.get_name() == "store-revision-poller" for task in asyncio.all_tasks())
+
+
 async def _polled(polls: Callable[[], int]) -> bool:
     """Whether the store polled the log's head: only a waiting watch makes it poll."""
     return polls() > 0
@@ -89,7 +94,7 @@ def test_a_watcher_wakes_at_once_for_a_write_in_its_process(with_store):
         start = await store.current_revision()
         async with contextlib.aclosing(store.watch("Cluster", start)) as events:
             waiting = asyncio.create_task(anext(events))
-            await asyncio.sleep(0.05)
+            await eventually(_watching, what="the watch waiting")
             assert not waiting.done()
             began = time.monotonic()
             written = await store.create("Cluster", "alpha", b"")
@@ -221,7 +226,7 @@ def test_many_watchers_of_one_change_cost_one_log_read(with_store):
         head = await store.current_revision()
         watches = [store.watch("Cluster", head) for _ in range(200)]
         firsts = [asyncio.ensure_future(anext(w)) for w in watches]
-        await asyncio.sleep(0.05)  # every watcher is waiting now
+        await eventually(_watching, what="the watches waiting")
         reads = count_reads(store)
         await store.create("Cluster", "shared", b"")
         received = await asyncio.gather(*firsts)
@@ -249,7 +254,7 @@ def test_watchers_get_this_processs_writes_without_a_log_read_exactly_as_logged(
             head = await store.current_revision()
             watch = store.watch(None, head)
             waiting = asyncio.ensure_future(take(watch, 5))
-            await asyncio.sleep(0.05)  # the watcher is waiting now
+            await eventually(_watching, what="the watch waiting")
             reads = count_reads(store, read_events)
             await store.create("Cluster", "alpha", b"v1")
             async with store.transaction() as tx:

@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Processes for ``-n auto`` (in pyproject's addopts): the whole suite runs on two (it waits
-    on servers and subprocesses as much as it computes); chosen tests run in this one, where
-    starting workers would cost more than it saves."""
+    """Processes for ``-n auto`` (in pyproject's addopts): the whole suite runs on two, each
+    module whole on one (``--dist loadscope``: its module fixtures start once); chosen tests run
+    in this process, where starting workers would cost more than it saves."""
     if config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
         return 0
     return min(2, os.cpu_count() or 1)

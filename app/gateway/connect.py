@@ -42,7 +42,6 @@ COMPRESS_MIN_BYTES = 1024
 _ENCODINGS = ("gzip", "identity")
 _ACCEPT_ENCODING = "gzip"
 _UNARY_TYPES = {"proto": b"application/proto", "json": b"application/json"}
-_UNARY_CODECS = {value: name for name, value in _UNARY_TYPES.items()}
 
 
 def error_dict(error: GatewayError) -> dict[str, object]:
@@ -79,6 +78,10 @@ class ConnectFlow:
     def __init__(self, stages: Stages, json_codec: JsonCodec) -> None:
         self.stages = stages
         self.json = json_codec
+        # By the exact content type, as clients send it.
+        self._unary_codecs: dict[bytes, WireCodec] = {
+            _UNARY_TYPES[codec.name]: codec for codec in (PROTO, json_codec)
+        }
 
     def codec_for(self, name: str) -> WireCodec | None:
         return PROTO if name == "proto" else self.json if name == "json" else None
@@ -167,11 +170,12 @@ class ConnectFlow:
     async def _post_request(
         self, headers: http_io.Headers, receive: Receive, limit: int
     ) -> tuple[WireCodec, bytes]:
-        name = _UNARY_CODECS.get(headers.get(b"content-type", b""))
-        if name is None:  # parameters (charset), capitals, or another type
+        codec = self._unary_codecs.get(headers.get(b"content-type", b""))
+        if codec is None:  # parameters (charset), capitals, or another type
             mime = _mime(headers)
-            name = mime.removeprefix("application/") if mime.startswith("application/") else ""
-        codec = self.codec_for(name)
+            codec = self.codec_for(
+                mime.removeprefix("application/") if mime.startswith("application/") else ""
+            )
         if codec is None:
             raise unsupported_media_type(_mime(headers), "application/json or application/proto")
         timeout = self.stages.options.body_timeout_seconds

@@ -35,6 +35,8 @@ class ProtoCodec:
 
     def decode(self, data: bytes, method: Method, what: str = "request message") -> Message:
         request = method.input_type()
+        if not data:
+            return request  # the empty message: nothing to parse
         try:
             request.ParseFromString(data)
         except (DecodeError, RecursionError) as exc:

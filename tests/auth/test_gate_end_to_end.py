@@ -296,13 +296,20 @@ def test_a_logout_on_one_replica_is_refused_by_another_within_a_second(tmp_path)
             assert await grpc_call(two.channel, method, token) is grpc.StatusCode.OK  # cached now
             await one.http.post("/v1/auth:logout", json={}, headers=dict(_bearer(token)))
             started = time.monotonic()
+            last_accepted = started
 
             async def refused() -> bool:
+                nonlocal last_accepted
+                asked = time.monotonic()
                 code = await grpc_call(two.channel, method, token)
+                if code is grpc.StatusCode.OK:
+                    last_accepted = asked
                 return code is grpc.StatusCode.UNAUTHENTICATED
 
             await eventually(refused, 3, what="the other replica refusing the token")
-            assert time.monotonic() - started <= 1.2
+            # No call asked over a second after the logout was let in. Timed by when each call
+            # was asked, not answered: on a busy machine one call can take longer than the rest.
+            assert last_accepted - started <= 1.2
 
     run(scenario())
 

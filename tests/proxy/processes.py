@@ -7,6 +7,7 @@ cancellation).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import queue
@@ -120,6 +121,16 @@ def go_echo_binary() -> Path:
     binary = cache / key.hexdigest()[:16] / "echo-server"
     if binary.is_file():
         return binary
+    cache.mkdir(parents=True, exist_ok=True)
+    # Test processes side by side (pytest -n) take turns: one builds, the others find it built.
+    with open(cache / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.is_file():
+            _build_go_echo(go, gocode, [str(plugin) for plugin in plugins], cache, binary)
+    return binary
+
+
+def _build_go_echo(go: str, gocode: Path, plugins: list[str], cache: Path, binary: Path) -> None:
     gopath = cache / "gopath"
     package = gopath / "src" / "portico.test" / "echo"
     shutil.rmtree(package, ignore_errors=True)
@@ -149,7 +160,6 @@ def go_echo_binary() -> Path:
     if built.returncode != 0:
         pytest.fail(f"go build of the Echo server failed:\n{built.stderr}")
     staging.rename(binary)  # whole or not at all, should two sessions build at once
-    return binary
 
 
 class Process:

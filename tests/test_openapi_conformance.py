@@ -43,6 +43,8 @@ from app.gateway.registry import Registry
 from app.main import Portico
 from tests.harness import ADMIN_PASSWORD, settings_for
 
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
+
 EXAMPLES = 1  # per operation and generation mode
 STREAM_SECONDS = 1.0  # a silent follow stream is read this long, then cut by the client
 STREAMING = ("server_streaming", "bidi_streaming")

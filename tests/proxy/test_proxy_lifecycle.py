@@ -22,6 +22,8 @@ from tests.proxy.processes import (
 )
 from tests.reliability.certificates import Authority
 
+pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
+
 
 async def status_of(base: str, path: str) -> int:
     async with httpx.AsyncClient(base_url=base, timeout=10) as http:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tests.bench.run import README, readme_with
+from tests.bench.report import README
+from tests.bench.run import readme_with
 from tests.conftest import ROOT
 
 

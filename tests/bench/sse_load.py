@@ -1,10 +1,12 @@
-"""Many SSE subscribers of ListenEvents, and the latency of each event they receive.
+"""Many SSE subscribers of ListenEvents, and every event each of them receives.
 
-Run as ``python -m tests.bench.sse_load HOST PORT TOKEN SUBSCRIBERS SECONDS``. It opens the
-subscriptions (plain sockets, so the client is not the bottleneck), reads every event until
-told to stop, and prints one JSON object: time to first byte of each subscription and, for each
-event, the moment it arrived, keyed by pod id and event type. The producer (the benchmark)
-matches those with the moments it made the changes.
+Run as ``python -m tests.bench.sse_load HOST PORT TOKEN SUBSCRIBERS``. It opens the
+subscriptions (plain sockets, so the client is not the bottleneck) and, once every one has its
+status line, prints ``{"open": N, "refused": [...]}`` on a line of its own. It then reads every
+event until a line arrives on its standard input, and prints one JSON object: the time to first
+byte of each subscription, the refusals, and for each subscriber the events it got as
+``[pod id, event type, arrival time]``. The producer (the benchmark) matches those with the
+changes it made.
 """
 
 from __future__ import annotations
@@ -15,57 +17,64 @@ import sys
 import time
 
 PATH = "/v1/runtime/events"
+OPEN_TIMEOUT = 30.0
+
+Arrival = tuple[str, str, float]
 
 
 async def subscribe(
-    host: str, port: int, token: str, arrivals: list[tuple[str, str, float]]
-) -> float:
-    """One subscription; returns its time to first byte and appends (id, type, time) arrivals."""
+    host: str, port: int, token: str, opened: asyncio.Future[float], arrivals: list[Arrival]
+) -> None:
+    """One subscription: ``opened`` gets its time to first byte (or its refusal), ``arrivals``
+    every event it receives until cancelled."""
     started = time.perf_counter()
     reader, writer = await asyncio.open_connection(host, port, limit=1 << 20)
-    writer.write(
-        (
-            f"GET {PATH} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n"
-            f"Authorization: Bearer {token}\r\n\r\n"
-        ).encode()
-    )
-    await writer.drain()
-    first = await reader.readline()
-    ttfb = time.perf_counter() - started
-    if b" 200 " not in first:
-        raise RuntimeError(f"subscription refused: {first!r}")
     try:
+        writer.write(
+            (
+                f"GET {PATH} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n"
+                f"Authorization: Bearer {token}\r\n\r\n"
+            ).encode()
+        )
+        await writer.drain()
+        first = await reader.readline()
+        if b" 200 " not in first:
+            opened.set_exception(RuntimeError(f"subscription refused: {first[:80]!r}"))
+            return
+        opened.set_result(time.perf_counter() - started)
         while line := await reader.readline():
+            # Chunked transfer puts chunk sizes on lines of their own; only data lines count.
             if line.startswith(b"data: "):
                 now = time.time()
-                # Chunked transfer puts chunk sizes on lines of their own; only data lines count.
-                reply = json.loads(line[6:])["result"]
+                reply = json.loads(line[6:]).get("result", {})
                 for event in reply.get("events", ()):
                     arrivals.append((event["id"], event["type"], now))
-    except (asyncio.CancelledError, ConnectionError):
-        pass
+    except (ConnectionError, OSError) as error:
+        if not opened.done():
+            opened.set_exception(error)
     finally:
         writer.close()
-    return ttfb
 
 
-async def main(host: str, port: int, token: str, subscribers: int, seconds: float) -> None:
-    arrivals: list[tuple[str, str, float]] = []
+async def main(host: str, port: int, token: str, subscribers: int) -> None:
+    arrivals: list[list[Arrival]] = [[] for _ in range(subscribers)]
+    opened = [asyncio.get_running_loop().create_future() for _ in range(subscribers)]
     tasks = [
-        asyncio.create_task(subscribe(host, port, token, arrivals)) for _ in range(subscribers)
+        asyncio.create_task(subscribe(host, port, token, opened[i], arrivals[i]))
+        for i in range(subscribers)
     ]
-    await asyncio.sleep(seconds)
+    done, _ = await asyncio.wait(opened, timeout=OPEN_TIMEOUT)
+    ttfb = [f.result() for f in done if f.exception() is None]
+    refused = [str(f.exception()) for f in done if f.exception() is not None]
+    refused += ["no status line in time"] * (subscribers - len(done))
+    print(json.dumps({"open": len(ttfb), "refused": refused}), flush=True)
+    await asyncio.to_thread(sys.stdin.readline)  # the producer's changes are over
     for task in tasks:
         task.cancel()
-    ttfbs = []
-    for task in tasks:
-        try:
-            ttfbs.append(await task)
-        except asyncio.CancelledError:
-            continue
-    print(json.dumps({"ttfb_s": ttfbs, "arrivals": arrivals}))
+    await asyncio.gather(*tasks, return_exceptions=True)
+    print(json.dumps({"ttfb_s": ttfb, "refused": refused, "arrivals": arrivals}))
 
 
 if __name__ == "__main__":
-    host, port, token, subscribers, seconds = sys.argv[1:6]
-    asyncio.run(main(host, int(port), token, int(subscribers), float(seconds)))
+    host, port, token, subscribers = sys.argv[1:5]
+    asyncio.run(main(host, int(port), token, int(subscribers)))

@@ -1,0 +1,91 @@
+"""Benchmark cases: each module holds one or a few, and ``tests/bench/run.py`` lists them.
+
+A case names the server it runs on (``on``): ``main`` (metrics on, 1,000 seeded clusters),
+``unmetered`` (the same with ``PORTICO_METRICS=false``), ``cold`` (10,000 seeded clusters) or
+``alone`` (no Portico running: the case starts its own yardstick). The driver starts each server
+once per worker count and runs its cases in the order listed. A case returns a dict of numbers; one
+with ``rps`` is a row of the load table, any other is described by the case's ``describe``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from tests.bench import wrk
+from tests.bench.procs import Processes
+from tests.bench.servers import Server
+
+SETTLED_SECONDS = 0.05  # a health check this quick: the server has no backlog
+WARM_OBJECTS = 1_000  # clusters on the main and unmetered servers: the list case lists them
+COLD_OBJECTS = 10_000  # clusters on the cold server, read in random order
+
+
+@dataclass
+class Bench:
+    """What a case gets: the processes, the worker count, the run length and its server."""
+
+    processes: Processes
+    workers: int
+    seconds: float
+    server: Server | None
+    # Facts a case needs from an earlier server (the bytes of GET /api/v1/version).
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def load_cpus(self) -> str:
+        """With one worker the server has core 0 and the load generator core 1."""
+        return "1" if self.workers == 1 else ""
+
+    @property
+    def portico(self) -> Server:
+        if self.server is None:
+            raise RuntimeError("this case runs on no Portico server")
+        return self.server
+
+    def wrk(
+        self,
+        path: str,
+        script: str = "",
+        *,
+        base: str = "",
+        token: str | None = None,
+        connections: int = wrk.CONNECTIONS,
+    ) -> dict[str, Any]:
+        """wrk against ``path`` of Portico (or of ``base``) with the bench token, after a
+        one-second warm-up; then wait for the server to finish the requests wrk left behind."""
+        url = f"{base or self.portico.http}{path}"
+        token = self.portico.token if token is None else token
+        for seconds in (1, self.seconds):  # warm-up, then the measured run
+            result = wrk.run(url, seconds, token, self.load_cpus, script, connections)
+            settle(base or self.portico.http)
+        return result
+
+
+def settle(base: str, timeout: float = 30.0) -> None:
+    """Return once the server answers a health check promptly: requests a load run left in its
+    queue must not slow the next case."""
+    deadline = time.monotonic() + timeout
+    with httpx.Client(base_url=base, timeout=timeout) as client:
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            with contextlib.suppress(httpx.HTTPError):
+                client.get("/healthz")
+            if time.perf_counter() - started < SETTLED_SECONDS:
+                return
+    raise TimeoutError(f"{base} still busy {timeout} s after its load ended")
+
+
+@dataclass(frozen=True)
+class Case:
+    key: str
+    label: str
+    on: str
+    run: Callable[[Bench], dict[str, Any]]
+    # For a case that is not a load row: one line saying what it measured.
+    describe: Callable[[dict[str, Any]], str] | None = None

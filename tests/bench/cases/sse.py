@@ -1,0 +1,188 @@
+"""SSE subscribers of ``ListenEvents``: does every subscriber get every change, and how soon?
+
+The producer stops and starts scheduler instances at a paced rate and records every call: the
+moment it was sent, and whether it succeeded (a failed call is an error, counted). A Start
+writes its ``POD_PREPARED`` event in the call itself, so each successful Start is an event every
+subscriber must get: expected = successful Starts x open subscribers, delivered = those of them
+that arrived. The delay is timed from the moment the Start was sent (an upper bound of the time
+from its commit) to each subscriber's copy. Every other event (a Stop's ``POD_EXITED`` comes
+later, from the simulated runtime) is counted per subscriber, so a subscriber that missed one
+shows as fewer than the most any subscriber got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import itertools
+import json
+import math
+import subprocess
+import sys
+import time
+from typing import Any
+
+import httpx
+
+from tests.bench.cases import Bench, Case
+from tests.bench.procs import percentile
+from tests.bench.servers import Server
+
+CHANGES_PER_SECOND = 10
+# Enough instances that each has stopped (one simulated step, 1 s) before it is started again.
+INSTANCES = 20
+PREPARED = "EVENT_TYPE_POD_PREPARED"
+# After the last change, how long subscribers may take to receive it before they stop reading.
+DRAIN_SECONDS = 2.0
+
+
+def _sse(subscribers: int) -> Any:
+    def measure(bench: Bench) -> dict[str, Any]:
+        return subscriber_run(bench, subscribers, max(bench.seconds, 3.0))
+
+    return measure
+
+
+def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, Any]:
+    server = bench.portico
+    client = httpx.Client(base_url=server.http, headers=server.headers, timeout=30)
+    try:
+        ids = running_instances(server, f"sse-{subscribers}")
+        host, port = server.http.removeprefix("http://").split(":")
+        listener = bench.processes.start(
+            [sys.executable, "-m", "tests.bench.sse_load", host, port, server.token,
+             str(subscribers)],
+            cpus=bench.load_cpus,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )  # fmt: skip
+        assert listener.stdout is not None and listener.stdin is not None
+        listener.stdout.readline()  # every subscription has its status line (or failed)
+        starts, made, failed, elapsed = make_changes(client, ids, seconds)
+        time.sleep(DRAIN_SECONDS)  # let the last changes reach every subscriber
+        out, _ = listener.communicate(b"stop\n", timeout=60)
+    finally:
+        client.close()
+    result = json.loads(out)
+    return summarise(result, starts, made, failed, elapsed)
+
+
+def make_changes(
+    client: httpx.Client, ids: list[str], seconds: float
+) -> tuple[dict[str, list[float]], int, int, float]:
+    """Stop and start instances in turn, paced; the moments each instance's Starts were sent,
+    how many calls succeeded and failed, and how long it took."""
+    starts: dict[str, list[float]] = {}
+    made = failed = 0
+    toggles = itertools.cycle(
+        (instance_id, verb) for verb in ("stop", "start") for instance_id in ids
+    )
+    began = time.time()
+    while (at := time.time()) < began + seconds:
+        instance_id, verb = next(toggles)
+        try:
+            ok = client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={}).is_success
+        except httpx.HTTPError:
+            ok = False
+        made += ok
+        failed += not ok
+        if ok and verb == "start":
+            starts.setdefault(instance_id, []).append(at)
+        time.sleep(max(0.0, at + 1 / CHANGES_PER_SECOND - time.time()))
+    return starts, made, failed, time.time() - began
+
+
+def summarise(
+    result: dict[str, Any],
+    starts: dict[str, list[float]],
+    made: int,
+    failed: int,
+    elapsed: float,
+) -> dict[str, Any]:
+    subscribers = len(result["arrivals"])
+    open_count = len(result["ttfb_s"])
+    expected = sum(map(len, starts.values())) * open_count
+    delays: list[float] = []
+    per_subscriber = [len(events) for events in result["arrivals"]]
+    for events in result["arrivals"]:
+        delays += start_delays(starts, events)
+    ttfb = sorted(result["ttfb_s"])
+    delays.sort()
+    return {
+        "subscribers": subscribers,
+        "open": open_count,
+        "refused": len(result["refused"]),
+        "ttfb_p50_ms": percentile(ttfb, 0.5) * 1000,
+        "ttfb_p99_ms": percentile(ttfb, 0.99) * 1000,
+        "changes_made": made,
+        "change_errors": failed,
+        "changes_per_second": made / elapsed if elapsed else math.nan,
+        "expected": expected,
+        "delivered": len(delays),
+        "events_per_subscriber_min": min(per_subscriber, default=0),
+        "events_per_subscriber_max": max(per_subscriber, default=0),
+        "event_p50_ms": percentile(delays, 0.5) * 1000,
+        "event_p99_ms": percentile(delays, 0.99) * 1000,
+        "errors": failed + len(result["refused"]) + (expected - len(delays)),
+    }
+
+
+def start_delays(starts: dict[str, list[float]], events: list[list[Any]]) -> list[float]:
+    """For each Start one subscriber got, the delay from the Start to its ``POD_PREPARED``."""
+    delays = []
+    for instance_id, sent in starts.items():
+        arrived = sorted(t for pod, kind, t in events if pod == instance_id and kind == PREPARED)
+        for i, at in enumerate(sent):
+            until = sent[i + 1] if i + 1 < len(sent) else math.inf
+            # The first copy after this Start and before the next one is this Start's.
+            j = bisect.bisect_left(arrived, at)
+            if j < len(arrived) and arrived[j] < until:
+                delays.append(arrived[j] - at)
+    return delays
+
+
+def running_instances(server: Server, prefix: str) -> list[str]:
+    """Create ``INSTANCES`` scheduler instances at once; their ids, once every one is RUNNING
+    (a Stop is refused before), as each one's Create stream says."""
+
+    async def create(client: httpx.AsyncClient, name: str) -> str:
+        body = {
+            "name": name,
+            "type": "CONTAINER",
+            "uri": "docker.io/library/nginx:1.27",
+            "resource": {"limit": {"cpu": 1, "memory": 64, "disk": 1}},
+        }
+        async with client.stream("POST", "/v1/scheduler/instances", json=body) as reply:
+            reply.raise_for_status()
+            async for line in reply.aiter_lines():
+                if not line.strip():
+                    continue  # a keep-alive between statuses
+                status = json.loads(line)["result"]
+                # RUNNING is the enum's zero value, which JSON leaves out.
+                if status.get("status", "RUNNING") == "RUNNING":
+                    return str(status["id"])
+        raise RuntimeError(f"instance {name} never reported RUNNING")
+
+    async def create_all() -> list[str]:
+        async with httpx.AsyncClient(
+            base_url=server.http, headers=server.headers, timeout=60
+        ) as client:
+            return list(
+                await asyncio.gather(*(create(client, f"{prefix}-{i}") for i in range(INSTANCES)))
+            )
+
+    return asyncio.run(create_all())
+
+
+def describe(r: dict[str, Any]) -> str:
+    return (
+        f"{r['open']} of {r['subscribers']} open ({r['refused']} refused), TTFB p50 "
+        f"{r['ttfb_p50_ms']:.1f} ms, p99 {r['ttfb_p99_ms']:.1f} ms; {r['changes_made']} changes "
+        f"at {r['changes_per_second']:.1f}/s ({r['change_errors']} calls failed); delivered "
+        f"{r['delivered']:,} of {r['expected']:,} expected, event p50 {r['event_p50_ms']:.1f} ms, "
+        f"p99 {r['event_p99_ms']:.1f} ms; events per subscriber {r['events_per_subscriber_min']}"
+        f"-{r['events_per_subscriber_max']}"
+    )
+
+
+CASES = [Case(f"sse_{n}", f"SSE {n:,} subscribers", "main", _sse(n), describe) for n in (100, 1000)]

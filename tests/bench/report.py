@@ -1,0 +1,127 @@
+"""The benchmark's results as Markdown: the load table, the targets and the README section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.codegen import readme_with_section
+from tests.bench.procs import ROOT
+
+README = ROOT / "README.md"
+
+
+def derive(run: dict[str, Any], workers: int) -> None:
+    """Add the ratios and the targets of item (a)-(g) to one worker count's results."""
+    rps = {key: r["rps"] for key, r in run.items() if isinstance(r, dict) and "rps" in r}
+    ratios = {
+        "(a)/(e) Starlette": ("a_version", "e_starlette"),
+        "(a)/(e) raw ASGI": ("a_version", "e_raw_asgi"),
+        "(a)/(d) gRPC": ("a_version", "d_grpc"),
+        "(a) with metrics / without": ("a_version", "a_version_no_metrics"),
+        "(b) with metrics / without": ("b_read", "b_read_no_metrics"),
+        "(a) 1,000 tokens / one token": ("a_tokens", "a_version"),
+        "(b) cold / warm": ("b_read_cold", "b_read"),
+    }
+    run["ratios"] = {
+        name: rps[top] / rps[bottom]
+        for name, (top, bottom) in ratios.items()
+        if rps.get(top) and rps.get(bottom)
+    }
+    run["targets"] = targets(run, workers)
+
+
+def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
+    """The performance targets this run has the cases for, and whether each was met."""
+    ratios = run["ratios"]
+    met: dict[str, bool] = {}
+    if workers == 1 and "(a)/(e) Starlette" in ratios:
+        met["(a) >= 1.0 x (e) Starlette, one worker"] = ratios["(a)/(e) Starlette"] >= 1.0
+    if "(a)/(d) gRPC" in ratios:
+        met["(a) >= 2 x (d)"] = ratios["(a)/(d) gRPC"] >= 2
+    if "a_version" in run and "b_read" in run:
+        met["p99 of (a) and (b) < 10 ms"] = (
+            max(run["a_version"]["p99_ms"], run["b_read"]["p99_ms"]) < 10
+        )
+    if "g_connect_proto" in run and "a_version" in run:
+        met["(g) Connect binary >= (a) REST JSON"] = (
+            run["g_connect_proto"]["rps"] >= run["a_version"]["rps"]
+        )
+    metered = ("(a) with metrics / without", "(b) with metrics / without")
+    kept = [ratios[k] for k in metered if k in ratios]
+    if len(kept) == 2:
+        met["(a), (b) with metrics >= 0.9 x without"] = min(kept) >= 0.9
+    cold = run.get("b_read_cold", {})
+    if workers >= 2 and "rps" in cold:
+        met["cold (b) >= 8,000 req/s, p99 < 10 ms"] = cold["rps"] >= 8000 and cold["p99_ms"] < 10
+    sse = run.get("sse_1000", {})
+    if "expected" in sse:
+        met["SSE 1,000: delivered = expected, event p99 < 100 ms"] = (
+            sse["expected"] > 0 and sse["delivered"] == sse["expected"]
+            and sse["event_p99_ms"] < 100
+        )  # fmt: skip
+    cases = [r for r in run.values() if isinstance(r, dict) and "errors" in r]
+    met["no case had an error"] = all(r["errors"] == 0 and "failed" not in r for r in cases)
+    return met
+
+
+def table(results: dict[str, Any], labels: dict[str, str], describe: dict[str, Any]) -> str:
+    """The results as Markdown tables: load cases, then targets, ratios and the rest."""
+    lines = [
+        "| workers | case | req/s | p50 ms | p99 ms | requests | errors |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for workers, run in results["runs"].items():
+        for key, label in labels.items():
+            r = run.get(key)
+            if r is None or key in describe:
+                continue
+            if "failed" in r:
+                lines.append(f"| {workers} | {label} | FAILED: {r['failed']} | | | | |")
+                continue
+            lines.append(
+                f"| {workers} | {label} | {r['rps']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
+                f"| {r['requests']:,} | {_errors(r)} |"
+            )
+    lines += ["", "| workers | measure | value |", "| ---: | --- | --- |"]
+    for workers, run in results["runs"].items():
+        for target, met in run["targets"].items():
+            lines.append(f"| {workers} | target {target} | {'met' if met else 'NOT MET'} |")
+        for name, ratio in run["ratios"].items():
+            lines.append(f"| {workers} | {name} | {ratio:.2f} |")
+        if "start_seconds" in run:
+            lines.append(f"| {workers} | start time | {run['start_seconds']:.2f} s |")
+        if "rss_mib" in run:
+            rss = ", ".join(f"{m:.0f}" for m in run["rss_mib"])
+            lines.append(f"| {workers} | RSS per worker after the main cases | {rss} MiB |")
+        for key, text in describe.items():
+            if key in run:
+                r = run[key]
+                value = f"FAILED: {r['failed']}" if "failed" in r else text(r)
+                lines.append(f"| {workers} | {labels[key]} | {value} |")
+    return "\n".join(lines)
+
+
+def _errors(r: dict[str, Any]) -> str:
+    if not r["errors"]:
+        return "0"
+    parts = [f"{r['non_2xx']:,} non-2xx"] if r.get("non_2xx") else []
+    parts += [f"{n:,} {kind}" for kind, n in r.get("socket_errors", {}).items() if n]
+    parts += [f"{n:,} {code}" for code, n in r.get("error_codes", {}).items()]
+    return f"**{r['errors']:,}** ({', '.join(parts)})"
+
+
+def section(results: dict[str, Any], labels: dict[str, str], describe: dict[str, Any]) -> str:
+    machine = results["machine"]
+    return (
+        f"Run {results['when']} on {machine['cpus']} CPUs ({machine['processor']}), Linux "
+        f"{machine['kernel']}, Python {machine['python']}; {results['seconds']} s per case after "
+        f"a 1 s warm-up, {results['connections']} connections; the whole run took "
+        f"{results['duration_seconds']:.0f} s.\n\n{table(results, labels, describe)}\n"
+    )
+
+
+def readme_with(
+    readme: str, results: dict[str, Any], labels: dict[str, str], describe: dict[str, Any]
+) -> str:
+    """``readme`` with its benchmark section replaced by the one for ``results``."""
+    return readme_with_section(readme, "bench-table", section(results, labels, describe))

@@ -90,13 +90,15 @@ class Server:
         ]
 
     def k8s_version(self) -> str:
-        # The cluster manager lists what it offers in its validation error; ask for a bad one.
-        reply = httpx.post(
-            f"{self.http}/api/v1/cluster",
-            json=dict(CLUSTER_BODY, name="probe", k8s_version="0.0.0"),
-            headers=self.headers,
-        )
-        return re.search(r"versions ([\d.]+)", reply.text).group(1)  # type: ignore[union-attr]
+        return k8s_version(self.http, self.headers)
+
+
+def k8s_version(base: str, headers: dict[str, str]) -> str:
+    """A Kubernetes version the cluster manager at ``base`` offers."""
+    # It lists what it offers in its validation error: ask for a bad one.
+    body = dict(CLUSTER_BODY, name="probe", k8s_version="0.0.0")
+    reply = httpx.post(f"{base}/api/v1/cluster", json=body, headers=headers, timeout=30)
+    return re.search(r"versions ([\d.]+)", reply.text).group(1)  # type: ignore[union-attr]
 
 
 def seed_clusters(url: str, names: list[str]) -> None:

@@ -24,12 +24,15 @@ end
 """
 
 
+def script(k8s_version: str) -> tuple[str, int]:
+    """The wrk script creating a new cluster per request, and the size of its body."""
+    template = json.dumps(dict(CLUSTER_BODY, name="%s", k8s_version=k8s_version))
+    return LUA.replace("BODY_TEMPLATE", json.dumps(template)), len(template)
+
+
 def create(bench: Bench) -> dict[str, Any]:
-    body = dict(CLUSTER_BODY, name="%s", k8s_version=bench.portico.k8s_version())
-    template = json.dumps(body)
-    script = LUA.replace("BODY_TEMPLATE", json.dumps(template))
-    result = bench.wrk("/api/v1/cluster", script)
-    return result | {"body_bytes": len(template)}
+    lua, body_bytes = script(bench.portico.k8s_version())
+    return bench.wrk("/api/v1/cluster", lua) | {"body_bytes": body_bytes}
 
 
 CASES = [Case("c_create", "(c) POST /api/v1/cluster, realistic body", "main", create)]

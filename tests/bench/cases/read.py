@@ -13,19 +13,19 @@ SEED = 21  # the same random order in every run
 LIST_CONNECTIONS = 16
 
 
-def _path(name: str) -> str:
+def cluster_path(name: str) -> str:
     return f"/api/v1/cluster?name={name}"
 
 
 def warm(bench: Bench) -> dict[str, Any]:
-    return bench.wrk(_path(bench.portico.seeded[0]))
+    return bench.wrk(cluster_path(bench.portico.seeded[0]))
 
 
 def cold(bench: Bench) -> dict[str, Any]:
     names = list(bench.portico.seeded)
     random.Random(SEED).shuffle(names)
-    script = wrk.rotate_script([_path(name) for name in names])
-    return bench.wrk(_path(names[0]), script) | {"objects": len(names)}
+    script = wrk.rotate_script([cluster_path(name) for name in names])
+    return bench.wrk(cluster_path(names[0]), script) | {"objects": len(names)}
 
 
 def listing(bench: Bench) -> dict[str, Any]:

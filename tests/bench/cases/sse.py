@@ -26,7 +26,6 @@ import httpx
 
 from tests.bench.cases import Bench, Case
 from tests.bench.procs import percentile
-from tests.bench.servers import Server
 
 CHANGES_PER_SECOND = 10
 # Enough instances that each has stopped (one simulated step, 1 s) before it is started again.
@@ -47,7 +46,7 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
     server = bench.portico
     client = httpx.Client(base_url=server.http, headers=server.headers, timeout=30)
     try:
-        ids = running_instances(server, f"sse-{subscribers}")
+        ids = running_instances(server.http, server.headers, f"sse-{subscribers}", INSTANCES)
         host, port = server.http.removeprefix("http://").split(":")
         listener = bench.processes.start(
             [sys.executable, "-m", "tests.bench.sse_load", host, port, server.token,
@@ -141,8 +140,8 @@ def start_delays(starts: dict[str, list[float]], events: list[list[Any]]) -> lis
     return delays
 
 
-def running_instances(server: Server, prefix: str) -> list[str]:
-    """Create ``INSTANCES`` scheduler instances at once; their ids, once every one is RUNNING
+def running_instances(base: str, headers: dict[str, str], prefix: str, count: int) -> list[str]:
+    """Create ``count`` scheduler instances at once; their ids, once every one is RUNNING
     (a Stop is refused before), as each one's Create stream says."""
 
     async def create(client: httpx.AsyncClient, name: str) -> str:
@@ -164,11 +163,9 @@ def running_instances(server: Server, prefix: str) -> list[str]:
         raise RuntimeError(f"instance {name} never reported RUNNING")
 
     async def create_all() -> list[str]:
-        async with httpx.AsyncClient(
-            base_url=server.http, headers=server.headers, timeout=60
-        ) as client:
+        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as client:
             return list(
-                await asyncio.gather(*(create(client, f"{prefix}-{i}") for i in range(INSTANCES)))
+                await asyncio.gather(*(create(client, f"{prefix}-{i}") for i in range(count)))
             )
 
     return asyncio.run(create_all())

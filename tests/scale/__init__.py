@@ -1,0 +1,1 @@
+"""The replica harness (python -m tests.scale.run) and the check of its HAProxy configuration."""

@@ -96,11 +96,14 @@ def server_for(processes: Processes, workers: int, on: str) -> Iterator[Server |
 
 
 def attempt(case: Case, bench: Bench) -> dict[str, Any]:
-    """The case's results; a case that fails is recorded as failed, not left out."""
+    """The case's results and how long it took; a case that fails is recorded as failed, not
+    left out."""
+    started = time.monotonic()
     try:
-        return case.run(bench)
+        result = case.run(bench)
     except Exception as error:  # any failure is a result to report
-        return {"failed": f"{type(error).__name__}: {error}"[:300], "errors": 1}
+        result = {"failed": f"{type(error).__name__}: {error}"[:300], "errors": 1}
+    return result | {"took_seconds": time.monotonic() - started}
 
 
 def run_for_workers(

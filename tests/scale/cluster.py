@@ -31,6 +31,7 @@ from tests.scale import haproxy
 from tests.scale.haproxy import Replica
 
 LEADER_GAUGE = re.compile(r"^portico_leader(?:\{[^}]*\})? ([\d.]+)$", re.MULTILINE)
+REQUESTS = re.compile(r"^portico_requests_total\{[^}]*\} ([\d.e+]+)$", re.MULTILINE)
 
 
 def _libpq(url: str) -> str:
@@ -59,6 +60,11 @@ class Running:
     @property
     def http(self) -> str:
         return f"http://127.0.0.1:{self.replica.http_port}"
+
+    def calls_served(self) -> int:
+        """How many calls this replica has answered (its ``portico_requests_total``)."""
+        text = httpx.get(f"{self.http}/metrics", timeout=10).text
+        return round(sum(float(n) for n in REQUESTS.findall(text)))
 
     def is_leader(self) -> bool:
         """Whether this replica says (its ``portico_leader`` gauge) that it leads."""

@@ -25,6 +25,7 @@ import httpx
 
 from tests.bench.servers import CLUSTER_BODY, k8s_version
 from tests.scale.cluster import Deployment
+from tests.scale.haproxy import StateLog
 
 CREATORS = 8
 READERS = 8
@@ -167,6 +168,10 @@ async def failover(
             for _ in range(CREATORS)]  # fmt: skip
     load += [asyncio.create_task(reader(client, names, until, tally, killed))
              for _ in range(READERS)]  # fmt: skip
+    states = StateLog(deployed.folder / "haproxy.log")
+    states.read()  # what came before the load is not this run's
+    states.changes.clear()
+    following = asyncio.create_task(states.follow())
     await asyncio.sleep(seconds / 2)
     leader = deployed.leaders()
     if len(leader) != 1:
@@ -177,6 +182,7 @@ async def failover(
     new_leader = await asyncio.to_thread(deployed.wait_leader)
     elected = time.monotonic() - killed[0]
     await asyncio.gather(*load)
+    following.cancel()
     # Every watcher on the killed replica has reconnected (and every other is still on).
     await _until(lambda: all(w.connected for w in watchers), 30, "every watcher back")
     marked_at = time.time()
@@ -198,6 +204,7 @@ async def failover(
     return {
         "seconds": seconds,
         "killed": leader[0].replica.name,
+        "balancer_changes": [f"{text} by {at - killed[0]:+.1f} s" for at, text in states.changes],
         "new_leader": new_leader.replica.name,
         "seconds_to_new_leader": elected,
         "creates_acknowledged": len(tally.acknowledged),

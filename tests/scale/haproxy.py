@@ -8,7 +8,11 @@ stay quiet for long: the client/server timeouts bound idleness, not a stream's l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ defaults
     timeout server 10m
     timeout http-request 10s
     timeout queue 5s
+    # A busy replica's /readyz may take a while; one that does not answer within this is out.
+    timeout check 2s
     # A connection refused by a dead replica is retried on another one; a request already
     # sent is not (it may have been committed: clients retry with an Idempotency-Key).
     retries 2
@@ -60,6 +66,34 @@ backend portico_grpc
     http-check expect status 200
 {grpc_servers}
 """
+
+
+STATE_CHANGE = re.compile(r"Server portico_(rest|grpc)/(\S+) is (UP|DOWN)")
+
+
+@dataclass
+class StateLog:
+    """HAProxy's reports (on its standard error, here a file) of replicas it took out or back,
+    each with the moment this reader saw it (within ``follow``'s interval)."""
+
+    path: Path
+    offset: int = 0
+    changes: list[tuple[float, str]] = field(default_factory=list)
+
+    def read(self) -> None:
+        with self.path.open("rb") as log:
+            log.seek(self.offset)
+            new = log.read()
+        self.offset += len(new)
+        now = time.monotonic()
+        for backend, server, state in STATE_CHANGE.findall(new.decode(errors="replace")):
+            self.changes.append((now, f"{server} {backend} {state}"))
+
+    async def follow(self, every: float = 0.1) -> None:
+        """Read the log every ``every`` seconds until cancelled."""
+        while True:
+            self.read()
+            await asyncio.sleep(every)
 
 
 def config(http_port: int, grpc_port: int, replicas: list[Replica]) -> str:

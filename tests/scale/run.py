@@ -96,6 +96,8 @@ def table(results: dict[str, Any]) -> str:
             f"| {label} | {r['rps']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
             f"| {r['requests']:,} | {r['errors']:,} |"
         )
+    served = ", ".join(f"{name} {n:,}" for name, n in results["calls_served"].items())
+    lines.append(f"| calls each replica answered in these cases | {served} | | | | |")
     f = results["failover"]
     create_errors = _errors(f["create_attempts_failed"], f["create_errors_last_at_s"])
     read_errors = _errors(f["read_errors"], f["read_errors_last_at_s"])
@@ -106,6 +108,8 @@ def table(results: dict[str, Any]) -> str:
         "| --- | --- |",
         f"| killed, new leader | {f['killed']}, {f['new_leader']} |",
         f"| time to a new leader | {f['seconds_to_new_leader']:.2f} s |",
+        f"| HAProxy took replicas out or back (time from the kill) | "
+        f"{'; '.join(f['balancer_changes']) or 'none'} |",
         f"| creates acknowledged (200) | {f['creates_acknowledged']:,} |",
         f"| acknowledged creates not readable afterwards | {f['acknowledged_unreadable']} |",
         f"| creates given up after {failover.RETRIES} tries | {f['creates_given_up']} |",
@@ -181,6 +185,7 @@ def main() -> None:
         headers = {"authorization": f"Bearer {token}"}
         instances = sse.running_instances(deployed.http, headers, "watched", INSTANCES)
         results["cases"] = measure(deployed, token, names, args.seconds)
+        results["calls_served"] = {r.replica.name: r.calls_served() for r in deployed.replicas}
         results["failover"] = asyncio.run(
             failover.failover(deployed, token, names, instances, args.failover_seconds)
         )

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from tests.bench.cases import Bench, Case
+from tests.bench.cases import Bench, Case, settle
 from tests.bench.procs import percentile
 
 CHANGES_PER_SECOND = 10
@@ -57,6 +57,7 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
         )  # fmt: skip
         assert listener.stdout is not None and listener.stdin is not None
         listener.stdout.readline()  # every subscription has its status line (or failed)
+        settle(server.http)  # the opening of a thousand streams is over before changes start
         starts, made, failed, elapsed = make_changes(client, ids, seconds)
         time.sleep(DRAIN_SECONDS)  # let the last changes reach every subscriber
         out, _ = listener.communicate(b"stop\n", timeout=60)

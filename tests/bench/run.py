@@ -160,6 +160,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results.json"))
     parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
     args = parser.parse_args()
+    if args.seconds < 1:
+        parser.error("--seconds: at least 1")
     if shutil.which("wrk") is None:
         raise SystemExit("the benchmark needs wrk: apt-get install wrk")
     cases = chosen_cases(args.only, args.skip)

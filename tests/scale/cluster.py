@@ -148,6 +148,7 @@ class Deployment:
         return [r for r in self.replicas if r.process.poll() is None and r.is_leader()]
 
     def wait_leader(self, timeout: float = 60.0) -> Running:
+        """The first replica to say it leads, asking each every tenth of a second."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if leaders := self.leaders():

@@ -173,7 +173,7 @@ async def failover(
     states.changes.clear()
     following = asyncio.create_task(states.follow())
     await asyncio.sleep(seconds / 2)
-    leader = deployed.leaders()
+    leader = await asyncio.to_thread(deployed.leaders)
     if len(leader) != 1:
         raise RuntimeError(f"expected one leader before the kill, found {len(leader)}")
     before = {id(w): w.connects for w in watchers}

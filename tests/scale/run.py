@@ -161,6 +161,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("scale-results.json"))
     parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
     args = parser.parse_args()
+    if args.replicas < 2:
+        parser.error("--replicas: at least 2 (one is killed, another must take over)")
+    if min(args.seconds, args.failover_seconds) < 1:
+        parser.error("--seconds and --failover-seconds: at least 1")
     for tool in ("haproxy", "wrk"):
         if shutil.which(tool) is None:
             raise SystemExit(f"the replica harness needs {tool}: apt-get install {tool}")

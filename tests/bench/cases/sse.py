@@ -6,8 +6,9 @@ writes its ``POD_PREPARED`` event in the call itself, so each successful Start i
 subscriber must get: expected = successful Starts x open subscribers, delivered = those of them
 that arrived. The delay is timed from the moment the Start was sent (an upper bound of the time
 from its commit) to each subscriber's copy. Every other event (a Stop's ``POD_EXITED`` comes
-later, from the simulated runtime) is counted per subscriber, so a subscriber that missed one
-shows as fewer than the most any subscriber got.
+later, from the simulated runtime) is counted per subscriber from the moment the changes began
+(every subscription is open by then), so a subscriber that missed one shows as fewer than the
+most any subscriber got.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
     client = httpx.Client(base_url=server.http, headers=server.headers, timeout=30)
     try:
         ids = running_instances(server.http, server.headers, f"sse-{subscribers}", INSTANCES)
+        half = INSTANCES // 2
+        # Half of them stopped first, so that Starts come from the first change on: each one
+        # has had the streams' opening (and a simulated step) to reach STOPPED.
+        for instance_id in ids[half:]:
+            client.post(f"/v1/scheduler/instances/{instance_id}:stop", json={}).raise_for_status()
         host, port = server.http.removeprefix("http://").split(":")
         listener = bench.processes.start(
             [sys.executable, "-m", "tests.bench.sse_load", host, port, server.token,
@@ -58,28 +64,34 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
         assert listener.stdout is not None and listener.stdin is not None
         listener.stdout.readline()  # every subscription has its status line (or failed)
         settle(server.http)  # the opening of a thousand streams is over before changes start
-        starts, made, failed, elapsed = make_changes(client, ids, seconds)
+        starts, made, failed, window = make_changes(client, ids, seconds)
         time.sleep(DRAIN_SECONDS)  # let the last changes reach every subscriber
         out, _ = listener.communicate(b"stop\n", timeout=60)
     finally:
         client.close()
     result = json.loads(out)
-    return summarise(result, starts, made, failed, elapsed)
+    return summarise(result, starts, made, failed, window)
 
 
 def make_changes(
     client: httpx.Client, ids: list[str], seconds: float
-) -> tuple[dict[str, list[float]], int, int, float]:
-    """Stop and start instances in turn, paced; the moments each instance's Starts were sent,
-    how many calls succeeded and failed, and how long it took."""
+) -> tuple[dict[str, list[float]], int, int, tuple[float, float]]:
+    """Stop a running instance and start a stopped one in turn, paced (the first half of
+    ``ids`` runs, the second half is stopped, and they swap every round); the moments each
+    instance's Starts were sent, how many calls succeeded and failed, and when it began and
+    ended."""
     starts: dict[str, list[float]] = {}
     made = failed = 0
-    toggles = itertools.cycle(
-        (instance_id, verb) for verb in ("stop", "start") for instance_id in ids
-    )
+    half = len(ids) // 2
+    first, second = ids[:half], ids[half:]
+    order: list[tuple[str, str]] = []
+    for running, stopped in ((first, second), (second, first)):
+        for a, b in zip(running, stopped, strict=True):
+            order += [("stop", a), ("start", b)]
+    toggles = itertools.cycle(order)
     began = time.time()
     while (at := time.time()) < began + seconds:
-        instance_id, verb = next(toggles)
+        verb, instance_id = next(toggles)
         try:
             ok = client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={}).is_success
         except httpx.HTTPError:
@@ -89,7 +101,7 @@ def make_changes(
         if ok and verb == "start":
             starts.setdefault(instance_id, []).append(at)
         time.sleep(max(0.0, at + 1 / CHANGES_PER_SECOND - time.time()))
-    return starts, made, failed, time.time() - began
+    return starts, made, failed, (began, time.time())
 
 
 def summarise(
@@ -97,13 +109,15 @@ def summarise(
     starts: dict[str, list[float]],
     made: int,
     failed: int,
-    elapsed: float,
+    window: tuple[float, float],
 ) -> dict[str, Any]:
     subscribers = len(result["arrivals"])
     open_count = len(result["ttfb_s"])
     expected = sum(map(len, starts.values())) * open_count
     delays: list[float] = []
-    per_subscriber = [len(events) for events in result["arrivals"]]
+    # Every subscriber is open before the changes begin: from then on all must get the same.
+    per_subscriber = [sum(at >= window[0] for *_, at in events) for events in result["arrivals"]]
+    elapsed = window[1] - window[0]
     for events in result["arrivals"]:
         delays += start_delays(starts, events)
     ttfb = sorted(result["ttfb_s"])

@@ -1,0 +1,64 @@
+"""The benchmark reports what its load generators delivered, not only how fast: errors and
+missing deliveries show in the results and fail the "no case had an error" target."""
+
+from __future__ import annotations
+
+from tests.bench import report, wrk
+from tests.bench.cases import sse
+
+WRK_SUMMARY = """\
+Running 1s test @ http://127.0.0.1:8080/api/v1/version
+  1 threads and 64 connections
+  Latency Distribution
+     50%    6.41ms
+     75%    6.88ms
+     90%    7.56ms
+     99%   10.35ms
+  9530 requests in 1.00s, 1.52MB read
+  Socket errors: connect 0, read 3, write 0, timeout 2
+  Non-2xx or 3xx responses: 12
+Requests/sec:   9519.53
+Transfer/sec:      1.52MB
+"""
+
+
+def test_wrk_failures_are_counted_as_errors():
+    result = wrk.parse(WRK_SUMMARY)
+    assert result["requests"] == 9530
+    assert result["ok"] == 9530 - 12
+    assert result["socket_errors"] == {"connect": 0, "read": 3, "write": 0, "timeout": 2}
+    assert result["errors"] == 12 + 3 + 2
+    assert result["p99_ms"] == 10.35
+
+
+def test_an_sse_subscriber_missing_an_event_is_delivered_less_than_expected():
+    starts = {"pod-a": [100.0, 110.0]}
+    arrivals = [
+        [["pod-a", sse.PREPARED, 100.02], ["pod-a", sse.PREPARED, 110.03]],  # got both
+        [["pod-a", sse.PREPARED, 100.05]],  # missed the second Start's event
+    ]
+    result = sse.summarise(
+        {"ttfb_s": [0.01, 0.02], "refused": [], "arrivals": arrivals},
+        starts,
+        made=5,
+        failed=1,
+        window=(99.0, 101.0),
+    )
+    assert (result["expected"], result["delivered"]) == (4, 3)
+    assert result["changes_per_second"] == 2.5  # the rate reached, not the one asked for
+    assert result["errors"] == 1 + 1  # the failed change call and the missing delivery
+    assert result["events_per_subscriber_min"] == 1
+
+
+def test_a_case_with_errors_misses_the_target_and_shows_them():
+    failures = WRK_SUMMARY.splitlines(keepends=True)[8:10]  # the socket errors and non-2xx
+    clean = wrk.parse(WRK_SUMMARY.replace("".join(failures), ""))
+    run = {"a_version": clean, "b_read": wrk.parse(WRK_SUMMARY)}
+    report.derive(run, workers=1)
+    assert run["targets"]["no case had an error"] is False
+    results = {"runs": {1: run}}
+    labels = {"a_version": "(a)", "b_read": "(b)"}
+    assert "**17** (12 non-2xx, 3 read, 2 timeout)" in report.table(results, labels, {})
+    run["b_read"] = clean
+    report.derive(run, workers=1)
+    assert run["targets"]["no case had an error"] is True

@@ -34,8 +34,8 @@ def test_wrk_failures_are_counted_as_errors():
 def test_an_sse_subscriber_missing_an_event_is_delivered_less_than_expected():
     starts = {"pod-a": [100.0, 110.0]}
     arrivals = [
-        [["pod-a", sse.PREPARED, 100.02], ["pod-a", sse.PREPARED, 110.03]],  # got both
-        [["pod-a", sse.PREPARED, 100.05]],  # missed the second Start's event
+        [["pod-a", sse.PREPARED, 100.02, 7], ["pod-a", sse.PREPARED, 110.03, 9]],  # got both
+        [["pod-a", sse.PREPARED, 100.05, 7]],  # missed the second Start's event
     ]
     result = sse.summarise(
         {"ttfb_s": [0.01, 0.02], "refused": [], "arrivals": arrivals},
@@ -46,8 +46,15 @@ def test_an_sse_subscriber_missing_an_event_is_delivered_less_than_expected():
     )
     assert (result["expected"], result["delivered"]) == (4, 3)
     assert result["changes_per_second"] == 2.5  # the rate reached, not the one asked for
-    assert result["errors"] == 1 + 1  # the failed change call and the missing delivery
-    assert result["events_per_subscriber_min"] == 1
+    # The failed change call, the missing delivery, and the event missed at log place 9.
+    assert result["errors"] == 1 + 1 + 1
+    assert (result["events_missed"], result["events_checked_each"]) == (1, 2)
+
+
+def test_events_before_a_subscriber_opened_are_not_counted_missed():
+    early = [["pod-b", "EVENT_TYPE_POD_EXITED", 1.0, 3], ["pod-a", sse.PREPARED, 2.0, 5]]
+    late = [["pod-a", sse.PREPARED, 2.1, 5]]  # opened after log place 3
+    assert sse.missed_events([early, late]) == (0, 1)
 
 
 def test_a_case_with_errors_misses_the_target_and_shows_them():

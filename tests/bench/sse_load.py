@@ -5,8 +5,9 @@ subscriptions (plain sockets, so the client is not the bottleneck) and, once eve
 status line, prints ``{"open": N, "refused": [...]}`` on a line of its own. It then reads every
 event until a line arrives on its standard input, and prints one JSON object: the time to first
 byte of each subscription, the refusals, and for each subscriber the events it got as
-``[pod id, event type, arrival time]``. The producer (the benchmark) matches those with the
-changes it made.
+``[pod id, event type, arrival time, revision]`` (the revision is the SSE ``id:`` of the message
+that carried the event: its place in the event log). The producer (the benchmark) matches
+those with the changes it made.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 PATH = "/v1/runtime/events"
 OPEN_TIMEOUT = 30.0
 
-Arrival = tuple[str, str, float]
+Arrival = tuple[str, str, float, int]
 
 
 async def subscribe(
@@ -42,13 +43,16 @@ async def subscribe(
             opened.set_exception(RuntimeError(f"subscription refused: {first[:80]!r}"))
             return
         opened.set_result(time.perf_counter() - started)
+        revision = 0
         while line := await reader.readline():
-            # Chunked transfer puts chunk sizes on lines of their own; only data lines count.
-            if line.startswith(b"data: "):
+            # Chunked transfer puts chunk sizes on lines of their own; only SSE fields count.
+            if line.startswith(b"id: "):
+                revision = int(line[4:])
+            elif line.startswith(b"data: "):
                 now = time.time()
                 reply = json.loads(line[6:]).get("result", {})
                 for event in reply.get("events", ()):
-                    arrivals.append((event["id"], event["type"], now))
+                    arrivals.append((event["id"], event["type"], now, revision))
     except (ConnectionError, OSError) as error:
         if not opened.done():
             opened.set_exception(error)

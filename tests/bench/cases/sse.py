@@ -5,10 +5,10 @@ moment it was sent, and whether it succeeded (a failed call is an error, counted
 writes its ``POD_PREPARED`` event in the call itself, so each successful Start is an event every
 subscriber must get: expected = successful Starts x open subscribers, delivered = those of them
 that arrived. The delay is timed from the moment the Start was sent (an upper bound of the time
-from its commit) to each subscriber's copy. Every other event (a Stop's ``POD_EXITED`` comes
-later, from the simulated runtime) is counted per subscriber from the moment the changes began
-(every subscription is open by then), so a subscriber that missed one shows as fewer than the
-most any subscriber got.
+from its commit) to each subscriber's copy. Every event at all (a Stop's ``POD_EXITED`` comes
+later, from the simulated runtime) is checked by its place in the event log (the SSE ``id:``):
+from the latest first place any subscriber saw on, every subscriber was open, so each must have
+every place another one got; those it lacks are missed events, counted as errors.
 """
 
 from __future__ import annotations
@@ -115,8 +115,7 @@ def summarise(
     open_count = len(result["ttfb_s"])
     expected = sum(map(len, starts.values())) * open_count
     delays: list[float] = []
-    # Every subscriber is open before the changes begin: from then on all must get the same.
-    per_subscriber = [sum(at >= window[0] for *_, at in events) for events in result["arrivals"]]
+    missed, checked = missed_events(result["arrivals"])
     elapsed = window[1] - window[0]
     for events in result["arrivals"]:
         delays += start_delays(starts, events)
@@ -133,19 +132,30 @@ def summarise(
         "changes_per_second": made / elapsed if elapsed else math.nan,
         "expected": expected,
         "delivered": len(delays),
-        "events_per_subscriber_min": min(per_subscriber, default=0),
-        "events_per_subscriber_max": max(per_subscriber, default=0),
+        "events_checked_each": checked,
+        "events_missed": missed,
         "event_p50_ms": percentile(delays, 0.5) * 1000,
         "event_p99_ms": percentile(delays, 0.99) * 1000,
-        "errors": failed + len(result["refused"]) + (expected - len(delays)),
+        "errors": failed + len(result["refused"]) + (expected - len(delays)) + missed,
     }
+
+
+def missed_events(arrivals: list[list[list[Any]]]) -> tuple[int, int]:
+    """How many events subscribers missed, and how many each was checked for: the log places
+    (revisions) any subscriber got after every subscriber's first."""
+    places = [{event[3] for event in events} for events in arrivals]
+    if not all(places):
+        return 0, 0  # a subscriber that got nothing: its refusal or the deliveries say so
+    since = max(min(p) for p in places)
+    every = {r for p in places for r in p if r >= since}
+    return sum(len(every - p) for p in places), len(every)
 
 
 def start_delays(starts: dict[str, list[float]], events: list[list[Any]]) -> list[float]:
     """For each Start one subscriber got, the delay from the Start to its ``POD_PREPARED``."""
     delays = []
     for instance_id, sent in starts.items():
-        arrived = sorted(t for pod, kind, t in events if pod == instance_id and kind == PREPARED)
+        arrived = sorted(e[2] for e in events if e[0] == instance_id and e[1] == PREPARED)
         for i, at in enumerate(sent):
             until = sent[i + 1] if i + 1 < len(sent) else math.inf
             # The first copy after this Start and before the next one is this Start's.
@@ -192,8 +202,8 @@ def describe(r: dict[str, Any]) -> str:
         f"{r['ttfb_p50_ms']:.1f} ms, p99 {r['ttfb_p99_ms']:.1f} ms; {r['changes_made']} changes "
         f"at {r['changes_per_second']:.1f}/s ({r['change_errors']} calls failed); delivered "
         f"{r['delivered']:,} of {r['expected']:,} expected, event p50 {r['event_p50_ms']:.1f} ms, "
-        f"p99 {r['event_p99_ms']:.1f} ms; events per subscriber {r['events_per_subscriber_min']}"
-        f"-{r['events_per_subscriber_max']}"
+        f"p99 {r['event_p99_ms']:.1f} ms; {r['events_missed']:,} events missed of "
+        f"{r['events_checked_each']:,} checked per subscriber"
     )
 
 

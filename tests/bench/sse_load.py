@@ -6,8 +6,7 @@ status line, prints ``{"open": N, "refused": [...]}`` on a line of its own. It t
 event until a line arrives on its standard input, and prints one JSON object: the time to first
 byte of each subscription, the refusals, and for each subscriber the events it got as
 ``[pod id, event type, arrival time, revision]`` (the revision is the SSE ``id:`` of the message
-that carried the event: its place in the event log). The producer (the benchmark) matches
-those with the changes it made.
+that carried the event). The producer (the benchmark) matches those with the changes it made.
 """
 
 from __future__ import annotations

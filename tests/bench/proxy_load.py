@@ -72,11 +72,12 @@ def _upstream(processes: Any, port: int, work: Path) -> tuple[Any, str]:
     return processes.start(command, stdout=subprocess.DEVNULL), kind
 
 
-def measure(processes: Any, seconds: int, connections: int) -> dict[str, Any]:
+def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
     """(p1), (p2) and (p3) in one run; the proxy on core 0 and the load on core 1."""
-    from tests.bench import run
+    from tests.bench import wrk
+    from tests.bench.procs import free_port, wait_ready
 
-    upstream_port, http_port = run.free_port(), run.free_port()
+    upstream_port, http_port = free_port(), free_port()
     with tempfile.TemporaryDirectory() as work:
         upstream, kind = _upstream(processes, upstream_port, Path(work))
         try:
@@ -90,10 +91,10 @@ def measure(processes: Any, seconds: int, connections: int) -> dict[str, Any]:
             )  # fmt: skip
             try:
                 base = f"http://127.0.0.1:{http_port}"
-                run.wait_ready(f"{base}/readyz")
+                wait_ready(f"{base}/readyz")
                 url = f"{base}/v1/say/hello"
-                run.wrk(url, 1, "", "1")  # warm-up
-                through_proxy = run.wrk(url, seconds, "", "1")
+                wrk.run(url, 1, "", "1")  # warm-up
+                through_proxy = wrk.run(url, seconds, "", "1")
             finally:
                 processes.stop(proxy)
             direct = processes.start(
@@ -113,19 +114,6 @@ def measure(processes: Any, seconds: int, connections: int) -> dict[str, Any]:
         "p3_grpc_gateway": GRPC_GATEWAY_MISSING,
         "proxy_added_p50_ms": through_proxy["p50_ms"] - direct_grpc["p50_ms"],
     }
-
-
-def table_lines(result: dict[str, Any]) -> list[str]:
-    """Rows for the benchmark's tables."""
-    rows = []
-    for key, name in (
-        ("p1_direct_grpc", f"(p1) gRPC Say straight to the {result['upstream']} upstream"),
-        ("p2_proxy_rest", "(p2) GET /v1/say/hello through portico proxy"),
-    ):
-        r = result[key]
-        rows.append(f"| 1 | {name} | {r['rps']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} |")
-    rows.append(f"| 1 | (p3) the same through grpc-gateway: {result['p3_grpc_gateway']} | | | |")
-    return rows
 
 
 if __name__ == "__main__":

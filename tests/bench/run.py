@@ -35,6 +35,7 @@ from tests.bench.cases import (
     connect,
     create,
     grpc_unary,
+    proxy,
     read,
     sse,
     version,
@@ -54,6 +55,7 @@ CASES: list[Case] = [
     *sse.CASES,
     *create.CASES,
     *yardsticks.CASES,
+    *proxy.CASES,
 ]
 # The servers cases run on, in this order, each started once per worker count.
 SERVERS: dict[str, dict[str, Any]] = {
@@ -113,7 +115,7 @@ def run_for_workers(
     results: dict[str, Any] = {}
     notes: dict[str, Any] = {}
     for on in SERVERS:
-        chosen = [case for case in cases if case.on == on]
+        chosen = [c for c in cases if c.on == on and c.workers in (None, workers)]
         if not chosen:
             continue
         if on == "alone" and "version_body" not in notes:

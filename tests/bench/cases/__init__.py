@@ -89,3 +89,5 @@ class Case:
     run: Callable[[Bench], dict[str, Any]]
     # For a case that is not a load row: one line saying what it measured.
     describe: Callable[[dict[str, Any]], str] | None = None
+    # Measured with this worker count only (a case whose subject has no workers).
+    workers: int | None = None

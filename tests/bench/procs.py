@@ -66,11 +66,13 @@ def stopped_on_signals(processes: Processes) -> Any:
     def interrupted(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, interrupted)
+    # SIGINT too: a command started in the background by a shell inherits it ignored.
+    previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         processes.stop_all()
 
 

@@ -51,7 +51,7 @@ def test_an_sse_subscriber_missing_an_event_is_delivered_less_than_expected():
     assert (result["subscribers_missing_events"], result["events_checked_each"]) == (1, 2)
 
 
-def test_events_before_the_changes_or_in_another_order_are_not_counted_missed():
+def test_events_outside_the_changes_or_in_another_order_are_not_counted_missed():
     starts = {"pod-a": [1.5], "pod-b": [2.5]}
     # Log place 3 is older than the first Start's (5); the polling worker got it late.
     exited = ["pod-c", "EVENT_TYPE_POD_EXITED", 1.6, 3]
@@ -59,6 +59,9 @@ def test_events_before_the_changes_or_in_another_order_are_not_counted_missed():
     poller = [exited, ["pod-b", sse.PREPARED, 2.6, 6], ["pod-a", sse.PREPARED, 2.6, 6]]
     assert sse.missed_events([writer, poller], starts) == (0, 2)
     assert sse.missed_events([writer, poller[:2]], starts) == (1, 2)
+    # After the last Start's place: still on its way to some subscribers when they stopped.
+    after = ["pod-a", "EVENT_TYPE_POD_EXITED", 4.0, 8]
+    assert sse.missed_events([[*writer, after], poller], starts) == (0, 2)
 
 
 def test_a_case_with_errors_misses_the_target_and_shows_them():

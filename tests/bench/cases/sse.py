@@ -7,9 +7,9 @@ subscriber must get: expected = successful Starts x open subscribers, delivered 
 that arrived. The delay is timed from the moment the Start was sent (an upper bound of the time
 from its commit) to each subscriber's copy. Every event at all (a Stop's ``POD_EXITED`` comes
 later, from the simulated runtime) is checked too: every subscription is open before the
-changes begin, so from the first Start's event in the log on, every subscriber must get the same
-events (counted by pod and type; workers may batch and interleave them differently); one that
-got fewer of any than another subscriber did missed some, an error.
+changes begin, so from the first Start's event in the log to the last one's, every subscriber
+must get the same events (counted by pod and type; workers may batch and interleave them
+differently); one that got fewer of any than another subscriber did missed some, an error.
 """
 
 from __future__ import annotations
@@ -146,21 +146,28 @@ def missed_events(
     arrivals: list[list[list[Any]]], starts: dict[str, list[float]]
 ) -> tuple[int, int]:
     """How many subscribers got fewer of some event (pod, type) than another subscriber did,
-    from the first Start's event on in the log, and how many events each was checked for.
+    from the first Start's event in the log to the last one's, and how many events each was
+    checked for.
 
-    Arrival times cannot mark where to begin: a worker that learns of changes by polling gets
-    them a little later, so an earlier event would count for its subscribers only. The SSE id
-    (the log revision of a message's last event) can: the first Start's copy has the lowest.
+    Arrival times cannot mark the bounds: a worker that learns of changes by polling gets them
+    a little later, and events after the last Start may still be on their way when the
+    subscribers stop reading. The SSE id (the log revision of a message's last event) can: the
+    first Start's copy has the lowest, the last one's the highest that all must have got.
     """
     if not starts:
         return 0, 0
-    sent, pod = min((times[0], pod) for pod, times in starts.items())
-    since = min(
-        (e[3] for events in arrivals for e in events
-         if e[0] == pod and e[1] == PREPARED and e[2] >= sent),
-        default=math.inf,
-    )  # fmt: skip
-    counts = [Counter((e[0], e[1]) for e in events if e[3] >= since) for events in arrivals]
+
+    def place(pod: str, sent: float, lowest: bool) -> float:
+        found = [e[3] for events in arrivals for e in events
+                 if e[0] == pod and e[1] == PREPARED and e[2] >= sent]  # fmt: skip
+        return (min if lowest else max)(found, default=math.inf if lowest else -math.inf)
+
+    first = min((times[0], pod) for pod, times in starts.items())
+    last = max((times[-1], pod) for pod, times in starts.items())
+    since, until = place(first[1], first[0], True), place(last[1], last[0], False)
+    counts = [
+        Counter((e[0], e[1]) for e in events if since <= e[3] <= until) for events in arrivals
+    ]
     every: Counter[tuple[str, str]] = Counter()
     for count in counts:
         every |= count  # the most of each that any subscriber got
@@ -219,7 +226,7 @@ def describe(r: dict[str, Any]) -> str:
         f"at {r['changes_per_second']:.1f}/s ({r['change_errors']} calls failed); delivered "
         f"{r['delivered']:,} of {r['expected']:,} expected, event p50 {r['event_p50_ms']:.1f} ms, "
         f"p99 {r['event_p99_ms']:.1f} ms; {r['subscribers_missing_events']} subscribers missed "
-        f"any of the {r['events_checked_each']:,} events from the first Start on"
+        f"any of the {r['events_checked_each']:,} events from the first Start to the last"
     )
 
 

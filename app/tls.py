@@ -6,7 +6,9 @@ that is not PEM, stops the start with one line instead of failing every handshak
 
 from __future__ import annotations
 
+import contextlib
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +22,11 @@ def check_tls_files(settings: Settings) -> None:
     if not settings.tls:
         return
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
+    with _loading("PORTICO_TLS_CERT/PORTICO_TLS_KEY", _CHAIN_AND_KEY):
         context.load_cert_chain(settings.tls_cert, settings.tls_key)
-    except (ssl.SSLError, OSError) as exc:
-        raise ConfigurationError(
-            f"PORTICO_TLS_CERT/PORTICO_TLS_KEY: cannot use them ({exc.__class__.__name__}: "
-            f"{getattr(exc, 'reason', None) or exc}); allowed: a PEM certificate chain and "
-            "the PEM private key that matches it"
-        ) from None
     if settings.tls_client_ca:
-        try:
+        with _loading("PORTICO_TLS_CLIENT_CA", _CAS):
             context.load_verify_locations(settings.tls_client_ca)
-        except (ssl.SSLError, OSError) as exc:
-            raise ConfigurationError(
-                f"PORTICO_TLS_CLIENT_CA: cannot use it ({getattr(exc, 'reason', None) or exc}); "
-                "allowed: PEM CA certificates"
-            ) from None
 
 
 def grpc_credentials(settings: Settings) -> grpc.ServerCredentials | None:
@@ -61,22 +52,27 @@ def check_upstream_tls(settings: Settings) -> None:
     """Raise ConfigurationError unless the upstream CA and client certificate load and match."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     if settings.upstream_ca:
-        try:
+        with _loading("PORTICO_UPSTREAM_CA", _CAS):
             context.load_verify_locations(settings.upstream_ca)
-        except (ssl.SSLError, OSError) as exc:
-            raise ConfigurationError(
-                f"PORTICO_UPSTREAM_CA: cannot use it ({getattr(exc, 'reason', None) or exc}); "
-                "allowed: PEM CA certificates"
-            ) from None
     if settings.upstream_cert:
-        try:
+        with _loading("PORTICO_UPSTREAM_CERT/PORTICO_UPSTREAM_KEY", _CHAIN_AND_KEY):
             context.load_cert_chain(settings.upstream_cert, settings.upstream_key)
-        except (ssl.SSLError, OSError) as exc:
-            raise ConfigurationError(
-                f"PORTICO_UPSTREAM_CERT/PORTICO_UPSTREAM_KEY: cannot use them "
-                f"({getattr(exc, 'reason', None) or exc}); allowed: a PEM certificate chain "
-                "and the PEM private key that matches it"
-            ) from None
+
+
+_CHAIN_AND_KEY = "a PEM certificate chain and the PEM private key that matches it"
+_CAS = "PEM CA certificates"
+
+
+@contextlib.contextmanager
+def _loading(names: str, allowed: str) -> Iterator[None]:
+    """One line naming the settings when their files cannot be loaded, instead of a traceback."""
+    try:
+        yield
+    except (ssl.SSLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise ConfigurationError(
+            f"{names}: cannot use it ({exc.__class__.__name__}: {reason}); allowed: {allowed}"
+        ) from None
 
 
 def upstream_credentials(settings: Settings) -> grpc.ChannelCredentials | None:

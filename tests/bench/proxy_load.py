@@ -3,8 +3,8 @@
 In one run, against the same upstream (the grpc-go Echo server of tests/proxy, or the grpcio
 one where Go is missing): (p1) ``Say`` over gRPC straight to the upstream, from a Python
 client; (p2) ``GET /v1/say/hello`` through ``portico proxy --auth none`` with wrk; (p3) the
-same through grpc-gateway, when the machine has it (Debian packages only grpc-gateway v1, whose
-development package cannot be installed there, so it is reported as missing).
+same through grpc-gateway (v1, as Debian packages it: tests/bench/grpc_gateway.py), with the same
+wrk settings, or why it could not be built.
 
 ``python -m tests.bench.proxy_load grpc ADDRESS SECONDS CONCURRENCY`` is the gRPC load
 generator of (p1): it sends ``SayRequest{text: "hello"}`` as raw bytes, needing no generated code.
@@ -24,10 +24,6 @@ from typing import Any
 
 SAY_PATH = "/portico.echo.v1.Echo/Say"
 SAY_HELLO = b"\n\x05hello"  # SayRequest{text: "hello"} on the wire
-GRPC_GATEWAY_MISSING = (
-    "not measured: no grpc-gateway v2 on this machine (Debian packages v1 1.6, whose -dev "
-    "package is not installable)"
-)
 
 
 async def _caller(call: Any, until: float, out: list[float]) -> None:
@@ -72,31 +68,55 @@ def _upstream(processes: Any, port: int, work: Path) -> tuple[Any, str]:
     return processes.start(command, stdout=subprocess.DEVNULL), kind
 
 
-def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
-    """(p1), (p2) and (p3) in one run; the proxy on core 0 and the load on core 1."""
+def _wrk(processes: Any, command: list[str], base: str, ready: str, seconds: float) -> Any:
+    """``GET /v1/say/hello`` with wrk (core 1) on what ``command`` starts (core 0) at ``base``."""
     from tests.bench import wrk
-    from tests.bench.procs import free_port, wait_ready
+    from tests.bench.procs import wait_ready
+
+    server = processes.start(
+        command, cpus="0", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_ready(f"{base}{ready}")
+        url = f"{base}/v1/say/hello"
+        wrk.run(url, 1, "", "1")  # warm-up
+        return wrk.run(url, seconds, "", "1")
+    finally:
+        processes.stop(server)
+
+
+def _through_grpc_gateway(processes: Any, address: str, seconds: float) -> Any:
+    """(p3): wrk's numbers through grpc-gateway, or why it was not measured."""
+    from tests.bench import grpc_gateway
+    from tests.bench.procs import free_port
+
+    try:
+        gateway = grpc_gateway.binary()
+    except grpc_gateway.Unavailable as error:
+        return f"not measured: {error}"
+    port = free_port()
+    command = [str(gateway), "-upstream", address, "-port", str(port)]
+    return _wrk(processes, command, f"http://127.0.0.1:{port}", "/v1/say/hello", seconds)
+
+
+def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
+    """(p1), (p2) and (p3) in one run; the proxy or gateway on core 0 and the load on core 1."""
+    from tests.bench.procs import free_port
 
     upstream_port, http_port = free_port(), free_port()
     with tempfile.TemporaryDirectory() as work:
         upstream, kind = _upstream(processes, upstream_port, Path(work))
         try:
             address = f"127.0.0.1:{upstream_port}"
-            proxy = processes.start(
+            through_proxy = _wrk(
+                processes,
                 [sys.executable, "-m", "app", "proxy", "--upstream", address, "--auth", "none",
                  "--http-port", str(http_port)],
-                cpus="0",
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                f"http://127.0.0.1:{http_port}",
+                "/readyz",
+                seconds,
             )  # fmt: skip
-            try:
-                base = f"http://127.0.0.1:{http_port}"
-                wait_ready(f"{base}/readyz")
-                url = f"{base}/v1/say/hello"
-                wrk.run(url, 1, "", "1")  # warm-up
-                through_proxy = wrk.run(url, seconds, "", "1")
-            finally:
-                processes.stop(proxy)
+            through_gateway = _through_grpc_gateway(processes, address, seconds)
             direct = processes.start(
                 [sys.executable, "-m", "tests.bench.proxy_load", "grpc", address, str(seconds),
                  str(connections)],
@@ -111,7 +131,7 @@ def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
         "upstream": kind,
         "p1_direct_grpc": direct_grpc,
         "p2_proxy_rest": through_proxy,
-        "p3_grpc_gateway": GRPC_GATEWAY_MISSING,
+        "p3_grpc_gateway": through_gateway,
         "proxy_added_p50_ms": through_proxy["p50_ms"] - direct_grpc["p50_ms"],
     }
 

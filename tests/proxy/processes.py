@@ -95,7 +95,7 @@ def descriptor_set(out: Path) -> Path:
     return target
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "portico-tests"
 
@@ -117,7 +117,7 @@ def go_echo_binary() -> Path:
     key = hashlib.sha256()
     for part in (GO_SOURCE.read_bytes(), (PROTO_ROOT / PROTO_FILE).read_bytes(), version.encode()):
         key.update(part)
-    cache = _cache_dir() / "go-echo"
+    cache = cache_dir() / "go-echo"
     binary = cache / key.hexdigest()[:16] / "echo-server"
     if binary.is_file():
         return binary
@@ -144,9 +144,17 @@ def _build_go_echo(go: str, gocode: Path, plugins: list[str], cache: Path, binar
         f"--go_out={gopath / 'src'}",
         f"--go-grpc_out={gopath / 'src'}",
     )
+    failed = go_build(go, package, [gopath, gocode.parent], cache, binary)
+    if failed:
+        pytest.fail(f"go build of the Echo server failed:\n{failed}")
+
+
+def go_build(go: str, package: Path, gopaths: Sequence[Path], cache: Path, binary: Path) -> str:
+    """``go build`` of ``package`` into ``binary``, offline in GOPATH mode from ``gopaths``;
+    go's complaint if it failed, else nothing."""
     env = {
         **os.environ,
-        "GOPATH": f"{gopath}:{gocode.parent}",
+        "GOPATH": ":".join(str(path) for path in gopaths),
         "GO111MODULE": "off",  # Debian's packages, offline: GOPATH mode
         "GOPROXY": "off",
         "GOFLAGS": "",
@@ -158,8 +166,9 @@ def _build_go_echo(go: str, gocode: Path, plugins: list[str], cache: Path, binar
         [go, "build", "-o", str(staging), "."], cwd=package, env=env, capture_output=True, text=True
     )
     if built.returncode != 0:
-        pytest.fail(f"go build of the Echo server failed:\n{built.stderr}")
+        return built.stderr or f"go build exited with {built.returncode}"
     staging.rename(binary)  # whole or not at all, should two sessions build at once
+    return ""
 
 
 class Process:

@@ -77,6 +77,10 @@ class Settings:
     metrics_token: str = _rule("", token_or_empty)
     # Empty means SQLite in the data directory.
     database_url: str = _rule("", database_url)
+    # Group commit: at most this many write transactions share one commit (1: each commits
+    # alone), and the first of a group waits at most this long for the others to join.
+    group_commit_max_transactions: int = _rule(256, between(1, 10_000))
+    group_commit_max_seconds: float = _rule(0.02, between(0.0, 1.0))
     # Events older than this are compacted away; a watch from before them gets OUT_OF_RANGE.
     event_retention_seconds: int = _rule(86_400, at_least(1))
     # Bootstrap admin password on first start; a random one is printed when empty.

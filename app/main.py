@@ -99,7 +99,10 @@ class Portico:
         SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
         self.store, self.gate = await open_gate(
-            settings, compaction_age=timedelta(seconds=settings.event_retention_seconds)
+            settings,
+            compaction_age=timedelta(seconds=settings.event_retention_seconds),
+            group_max_members=settings.group_commit_max_transactions,
+            group_max_seconds=settings.group_commit_max_seconds,
         )
         servicers, jobs = self._services(self.store, self.gate)
         self.servicers = servicers

@@ -89,6 +89,11 @@ WRITE_LOCK_SECONDS = Histogram(
     ["lock"],
     buckets=STORE_BUCKETS,
 )
+GROUP_COMMIT_SIZE = Histogram(
+    "portico_store_group_commit_transactions",
+    "Write transactions that shared one database commit (one fsync): group commit.",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+)
 EVENT_LOG_HEAD = Gauge(
     "portico_event_log_head_revision",
     "The newest committed revision of the event log.",

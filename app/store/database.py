@@ -3,6 +3,7 @@
 Every write transaction takes one global write lock first (``BEGIN IMMEDIATE`` on SQLite, a
 transaction-level advisory lock on PostgreSQL). Serialised writers make the event log's revision
 order the commit order, so a watcher that has read revision N can never later meet a smaller one.
+Concurrent writers of a process share that transaction and its commit (:mod:`group_commit`).
 """
 
 from __future__ import annotations
@@ -19,27 +20,26 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
-import psycopg
 from sqlalchemy import Connection, Engine
-from sqlalchemy import exc as sa_exc
 
 from app.observe.metrics import SWITCH, WRITE_LOCK_SECONDS
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite, open_sqlite_connection
-from app.store.errors import StoreError, Unavailable, map_database_error
+from app.store.errors import Unavailable
+from app.store.group_commit import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SECONDS, GroupCommit
+from app.store.runner import (
+    TransactionRunner,
+    call_mapped,
+    execute,
+    rollback_quietly,
+)
 
-P = ParamSpec("P")
 T = TypeVar("T")
 
-# A transaction whose steps run on the loop gives other callers a turn after this much of them.
-INLINE_TURN_SECONDS = 0.005
-
-_DRIVER_ERRORS = (sa_exc.DBAPIError, sa_exc.TimeoutError, sqlite3.Error, psycopg.Error)
-# Inline reads must never stall the event loop for long; on contention they go to the pool.
-_INLINE_BUSY_TIMEOUT = 0.05
-# Write-lock waits: this process's lock (one writer per process), then the database's.
-_PROCESS_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("process")
+# Inline reads run on the event loop, so they must never wait for a lock: a busy database
+# (a checkpoint, another process's recovery) sends them to the pool instead.
+_INLINE_BUSY_TIMEOUT = 0.0
 _DATABASE_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("database")
 
 # The transaction every store call of this task joins, while :meth:`Database.ambient` runs one
@@ -55,32 +55,35 @@ def advisory_lock_key(name: str, namespace: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def call_mapped(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """Call ``fn``, turning driver exceptions into store errors at this boundary."""
-    try:
-        return fn(*args, **kwargs)
-    except StoreError:
-        raise
-    except _DRIVER_ERRORS as exc:
-        mapped = map_database_error(exc)
-        if mapped is None:
-            raise
-        raise mapped from exc
-
-
 class Database:
-    """An engine plus the thread pool and locks that let coroutines use it safely."""
+    """An engine plus the thread pool and locks that let coroutines use it safely.
+
+    ``group_max_members`` and ``group_max_seconds`` bound how many write transactions share
+    one commit and how long the first of them waits for it (:mod:`group_commit`).
+    """
 
     def __init__(
-        self, engine: Engine, *, workers: int = 8, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+        self,
+        engine: Engine,
+        *,
+        workers: int = 8,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        group_max_members: int = DEFAULT_MAX_MEMBERS,
+        group_max_seconds: float = DEFAULT_MAX_SECONDS,
     ) -> None:
         self.engine = engine
         self.is_sqlite = is_sqlite(engine)
         self.namespace = call_mapped(self._query_namespace)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="store")
-        # One write transaction per process at a time: a second one would only park a worker
-        # thread on the database lock, and enough of those starve the transaction holding it.
-        self._write_lock = asyncio.Lock()
+        # One write transaction per process at a time, and those that queue share a commit.
+        self._group = GroupCommit(
+            self._checkout_and_begin,
+            self._commit_and_close,
+            self._executor,
+            inline_steps=self.is_sqlite,
+            max_members=group_max_members,
+            max_seconds=group_max_seconds,
+        )
         self._closed = False
         self._write_key = advisory_lock_key("portico.store.write", self.namespace)
         self._file_lock = (
@@ -167,35 +170,18 @@ class Database:
             return fn(conn, *args)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(connection, *args)`` in one write transaction on a worker thread."""
+        """Run ``fn(connection, *args)`` as one write transaction; returns once it is durable."""
         self._check_open()
         runner = self.joined()
         if runner is not None:
             return await runner.run(_in_savepoint, runner.savepoint_name(), fn, *args)
-        loop = asyncio.get_running_loop()
-        started = time.perf_counter()
-        async with self._write_lock:
-            _waited(_PROCESS_LOCK_WAIT, started)
-            return await loop.run_in_executor(
-                self._executor, functools.partial(call_mapped, self._write_sync, fn, *args)
-            )
-
-    def _write_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        with self.engine.connect() as conn:
-            self.begin_write(conn)
-            try:
-                result = fn(conn, *args)
-                conn.exec_driver_sql("COMMIT")
-            except BaseException:
-                rollback_quietly(conn)
-                raise
-            finally:
-                self.end_write()
-            return result
+        async with self._group.turn() as runner:
+            return await runner.run(fn, *args)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[TransactionRunner]:
-        """A write transaction kept open across awaits; commits on success, else rolls back.
+        """A write transaction kept open across awaits; commits on success (the block's exit
+        returns once it is durable), else rolls back.
 
         Inside an ambient transaction it is a savepoint of that one instead."""
         self._check_open()
@@ -204,34 +190,38 @@ class Database:
             async with _savepoint(joined) as runner:
                 yield runner
             return
-        started = time.perf_counter()
-        async with self._write_lock:
-            _waited(_PROCESS_LOCK_WAIT, started)
-            runner = TransactionRunner(self._executor, self.end_write, inline_steps=self.is_sqlite)
-            try:
-                await runner.run_sync(self._checkout_and_begin, runner)
-                yield runner
-            except BaseException:
-                await runner.finish(commit=False)
-                raise
-            else:
-                await runner.finish(commit=True)
+        async with self._group.turn() as runner:
+            yield runner
 
     def _check_open(self) -> None:
         if self._closed:
             raise Unavailable("the store is closed (server shutting down)")
 
-    def _checkout_and_begin(self, runner: TransactionRunner) -> None:
+    def _checkout_and_begin(self) -> Connection:
         conn = self.engine.connect()
         try:
             self.begin_write(conn)
         except BaseException:
             conn.close()
             raise
-        runner.conn = conn
+        return conn
+
+    def _commit_and_close(self, conn: Connection, commit: bool) -> None:
+        try:
+            if commit:
+                conn.exec_driver_sql("COMMIT")
+            else:
+                rollback_quietly(conn)
+        except BaseException:
+            rollback_quietly(conn)
+            raise
+        finally:
+            self.end_write()
+            conn.close()
 
     async def close(self) -> None:
         """Wait for running work, then close every connection."""
+        await self._group.close()
         self._closed = True
         await asyncio.get_running_loop().run_in_executor(None, self.close_now)
 
@@ -246,96 +236,6 @@ class Database:
             self._file_lock.close()
             self._file_lock = None
         self.engine.dispose()
-
-
-class TransactionRunner:
-    """Runs steps of one open write transaction, one at a time.
-
-    Opening and ending it (which may wait for another writer, and fsyncs) happen on worker
-    threads. With ``inline_steps`` (SQLite) the statements in between run on the event loop:
-    once ``BEGIN IMMEDIATE`` holds the write lock they never wait on another connection, and
-    they take microseconds, where each hop to a thread and back costs more than the statement
-    and kept every other writer queued behind it.
-    """
-
-    def __init__(
-        self,
-        executor: ThreadPoolExecutor,
-        end_write: Callable[[], None],
-        *,
-        inline_steps: bool = False,
-    ) -> None:
-        self.conn: Connection | None = None
-        # What to run once the transaction commits (see Database.after_commit).
-        self.committed: list[Callable[[], None]] = []
-        self._savepoints = itertools.count(1)
-        # Steps of an ambient transaction may come from several tasks; one at a time.
-        self._step = asyncio.Lock()
-        self._executor = executor
-        self._end_write = end_write
-        self._inline_steps = inline_steps
-        self._pending: asyncio.Future[Any] | None = None
-        self._turn_started = time.monotonic()
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(connection, *args)`` inside the transaction."""
-        if self._inline_steps:
-            result = call_mapped(self._with_conn, fn, *args)
-            # Each step is short, but a transaction of thousands would hold the loop for
-            # seconds: every few milliseconds of them, other callers get a turn (other writers
-            # still wait for the write lock, readers never do).
-            now = time.monotonic()
-            if now - self._turn_started > INLINE_TURN_SECONDS:
-                await asyncio.sleep(0)
-                self._turn_started = time.monotonic()
-            return result
-        async with self._step:
-            return await self.run_sync(self._with_conn, fn, *args)
-
-    def savepoint_name(self) -> str:
-        """A savepoint name not used before in this transaction."""
-        return f"portico_{next(self._savepoints)}"
-
-    def _with_conn(self, fn: Callable[..., T], *args: Any) -> T:
-        assert self.conn is not None, "transaction is not open"
-        return fn(self.conn, *args)
-
-    async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on a worker thread, as the transaction's only work in flight."""
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, functools.partial(call_mapped, fn, *args))
-        self._pending = future
-        # Shielded: if the caller is cancelled the thread still owns the connection until done.
-        return await asyncio.shield(future)
-
-    async def finish(self, *, commit: bool) -> None:
-        """Commit or roll back, then hand the connection back to the pool."""
-        # Shielded: a cancelled caller must not leave the transaction (and its lock) open.
-        await asyncio.shield(self._finish(commit))
-
-    async def _finish(self, commit: bool) -> None:
-        if self._pending is not None and not self._pending.done():
-            await asyncio.wait([self._pending])
-        if self.conn is None:
-            return
-        await asyncio.get_running_loop().run_in_executor(
-            self._executor, functools.partial(call_mapped, self._finish_sync, commit)
-        )
-
-    def _finish_sync(self, commit: bool) -> None:
-        conn, self.conn = self.conn, None
-        assert conn is not None
-        try:
-            if commit:
-                conn.exec_driver_sql("COMMIT")
-            else:
-                rollback_quietly(conn)
-        except BaseException:
-            rollback_quietly(conn)
-            raise
-        finally:
-            self._end_write()
-            conn.close()
 
 
 class WriterQueue:
@@ -395,22 +295,11 @@ def _in_savepoint(conn: Connection, name: str, fn: Callable[..., T], *args: Any)
 async def _savepoint(runner: TransactionRunner) -> AsyncIterator[TransactionRunner]:
     """A transaction nested in an ambient one: its writes are undone alone if the block fails."""
     name = runner.savepoint_name()
-    await runner.run(_execute, f"SAVEPOINT {name}")
+    await runner.run(execute, f"SAVEPOINT {name}")
     try:
         yield runner
     except BaseException:
-        await runner.run(_execute, f"ROLLBACK TO SAVEPOINT {name}")
+        await runner.run(execute, f"ROLLBACK TO SAVEPOINT {name}")
         raise
     finally:
-        await runner.run(_execute, f"RELEASE SAVEPOINT {name}")
-
-
-def _execute(conn: Connection, sql: str) -> None:
-    conn.exec_driver_sql(sql)
-
-
-def rollback_quietly(conn: Connection) -> None:
-    """Roll back whatever transaction ``conn`` has open, if any."""
-    # The transaction may already be gone (failed BEGIN, lost connection); nothing to undo then.
-    with contextlib.suppress(*_DRIVER_ERRORS):
-        conn.exec_driver_sql("ROLLBACK")
+        await runner.run(execute, f"RELEASE SAVEPOINT {name}")

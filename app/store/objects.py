@@ -21,15 +21,19 @@ from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql as postgresql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import URL
 
 from app.observe.timing import instrument
 from app.store import accounts
-from app.store.database import Database, TransactionRunner, call_mapped
+from app.store.database import Database
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
 from app.store.errors import AlreadyExists, Conflict, NotFound
+from app.store.group_commit import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SECONDS
 from app.store.idempotency import IdempotencyRecords
 from app.store.login_attempts import LoginAttempts
+from app.store.runner import TransactionRunner, call_mapped
 from app.store.schema import ensure_schema
 from app.store.tables import (
     COMPACTED_REVISION,
@@ -159,7 +163,14 @@ def select_records(conn: Connection, kind: str, prefix: str) -> list[Record]:
 
 
 _INSERT_EVENT = insert(_log)
-_INSERT_OBJECT = insert(_objects)
+# A key already taken inserts (and returns) nothing instead of failing the transaction.
+_INSERT_NEW_OBJECT = {
+    "sqlite": sqlite_dialect.insert(_objects).on_conflict_do_nothing().returning(_objects.c.kind),
+    "postgresql": postgresql_dialect.insert(_objects)
+    .on_conflict_do_nothing()
+    .returning(_objects.c.kind),
+}
+_DELETE_EVENT = delete(_log).where(_log.c.revision == bindparam("revision"))
 # Bound names differ from the columns: those names are taken by the SET clause's values.
 _UPDATE_OBJECT = update(_objects).where(
     _objects.c.kind == bindparam("of_kind"), _objects.c.key == bindparam("of_key")
@@ -177,9 +188,12 @@ def _append_event(
 
 
 def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datetime) -> Record:
-    """Create an object; ``AlreadyExists`` if the key is taken."""
-    if select_record(conn, kind, key) is not None:
-        raise AlreadyExists(f"{kind} {key!r} already exists")
+    """Create an object; ``AlreadyExists`` if the key is taken.
+
+    Two statements, no read first: the event takes the next revision, and the object's insert
+    does nothing if the key is taken (then the event is taken back: a revision is skipped,
+    never reused).
+    """
     revision = _append_event(conn, kind, key, EventType.CREATED, data, now)
     values = {
         "kind": kind,
@@ -189,12 +203,21 @@ def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datet
         "created_at": now,
         "updated_at": now,
     }
-    conn.execute(_INSERT_OBJECT, values)
+    if conn.execute(_INSERT_NEW_OBJECT[conn.dialect.name], values).first() is None:
+        conn.execute(_DELETE_EVENT, {"revision": revision})
+        raise AlreadyExists(f"{kind} {key!r} already exists")
     return Record(kind, key, data, revision, now, now)
 
 
-def _existing(conn: Connection, kind: str, key: str, expected_revision: int | None) -> Record:
-    current = select_record(conn, kind, key)
+def _existing(
+    conn: Connection,
+    kind: str,
+    key: str,
+    expected_revision: int | None,
+    known: Record | None = None,
+) -> Record:
+    # ``known``: the object as this transaction already read or wrote it (no second read).
+    current = known if known is not None else select_record(conn, kind, key)
     if current is None:
         raise NotFound(f"{kind} {key!r} not found")
     if expected_revision is not None and current.revision != expected_revision:
@@ -214,9 +237,10 @@ def update_record(
     data: bytes,
     expected_revision: int | None,
     now: datetime,
+    known: Record | None = None,
 ) -> tuple[Record, bool]:
     """Replace an object's data; returns the record and whether anything changed."""
-    current = _existing(conn, kind, key, expected_revision)
+    current = _existing(conn, kind, key, expected_revision, known)
     if current.data == data:
         return current, False
     revision = _append_event(conn, kind, key, EventType.UPDATED, data, now)
@@ -226,10 +250,15 @@ def update_record(
 
 
 def delete_record(
-    conn: Connection, kind: str, key: str, expected_revision: int | None, now: datetime
+    conn: Connection,
+    kind: str,
+    key: str,
+    expected_revision: int | None,
+    now: datetime,
+    known: Record | None = None,
 ) -> Record:
     """Delete an object; returns its last data at the revision of the deletion."""
-    current = _existing(conn, kind, key, expected_revision)
+    current = _existing(conn, kind, key, expected_revision, known)
     revision = _append_event(conn, kind, key, EventType.DELETED, current.data, now)
     conn.execute(_DELETE_OBJECT, {"kind": kind, "key": key})
     return Record(kind, key, current.data, revision, current.created_at, now)
@@ -282,6 +311,7 @@ class Transaction:
     """Reads and writes applied atomically: all of them commit, or none does.
 
     It holds the store's write lock until it ends, so keep it short: no network calls inside.
+    Nobody else can write meanwhile, so an object it has read or written is not read again.
     """
 
     def __init__(self, runner: TransactionRunner) -> None:
@@ -289,14 +319,21 @@ class Transaction:
         # The revision of the last write so far (0 before any): watchers are woken up to it.
         self.revision = 0
         self.written: list[Event] = []  # what the writes appended to the event log
+        # Objects as this transaction last saw them (None: known to be absent).
+        self._known: dict[tuple[str, str], Record | None] = {}
 
     def _wrote(self, record: Record, type_: EventType) -> None:
         self.revision = record.revision
         self.written.append(_event(record, type_))
+        self._known[(record.kind, record.key)] = None if type_ is EventType.DELETED else record
 
     async def get(self, kind: str, key: str) -> Record | None:
         """The object, as this transaction sees it."""
-        return await self._runner.run(select_record, kind, key)
+        if (kind, key) in self._known:
+            return self._known[(kind, key)]
+        record = await self._runner.run(select_record, kind, key)
+        self._known[(kind, key)] = record
+        return record
 
     async def list(self, kind: str, prefix: str = "") -> list[Record]:
         """Objects of ``kind`` with keys starting with ``prefix``, as this transaction sees them."""
@@ -304,6 +341,8 @@ class Transaction:
 
     async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
         """Create an object; ``AlreadyExists`` if the key is taken."""
+        if self._known.get((kind, key)) is not None:
+            raise AlreadyExists(f"{kind} {key!r} already exists")
         record = await self._runner.run(insert_record, kind, key, _as_bytes(data), utc_now())
         self._wrote(record, EventType.CREATED)
         return record
@@ -317,7 +356,13 @@ class Transaction:
     ) -> Record:
         """Replace an object's data; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
         record, changed = await self._runner.run(
-            update_record, kind, key, _as_bytes(data), expected_revision, utc_now()
+            update_record,
+            kind,
+            key,
+            _as_bytes(data),
+            expected_revision,
+            utc_now(),
+            self._known.get((kind, key)),
         )
         if changed:
             self._wrote(record, EventType.UPDATED)
@@ -325,7 +370,9 @@ class Transaction:
 
     async def delete(self, kind: str, key: str, expected_revision: int | None = None) -> Record:
         """Delete an object; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
-        record = await self._runner.run(delete_record, kind, key, expected_revision, utc_now())
+        record = await self._runner.run(
+            delete_record, kind, key, expected_revision, utc_now(), self._known.get((kind, key))
+        )
         self._wrote(record, EventType.DELETED)
         return record
 
@@ -355,11 +402,21 @@ class ObjectStore:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         workers: int = 8,
+        group_max_members: int = DEFAULT_MAX_MEMBERS,
+        group_max_seconds: float = DEFAULT_MAX_SECONDS,
     ) -> ObjectStore:
-        """Connect to ``url`` (``sqlite:///file`` or ``postgresql://...``) and create the schema."""
+        """Connect to ``url`` (``sqlite:///file`` or ``postgresql://...``) and create the schema.
+
+        ``group_max_members`` and ``group_max_seconds`` bound group commit (see Database)."""
         engine = create_store_engine(url, pool_size=workers + 2, busy_timeout=busy_timeout)
         try:
-            database = Database(engine, workers=workers, busy_timeout=busy_timeout)
+            database = Database(
+                engine,
+                workers=workers,
+                busy_timeout=busy_timeout,
+                group_max_members=group_max_members,
+                group_max_seconds=group_max_seconds,
+            )
         except BaseException:
             engine.dispose()
             raise

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from sqlalchemy import Connection, func, insert, select
 from sqlmodel import SQLModel
 
-from app.store.database import Database, call_mapped, rollback_quietly
+from app.store.database import Database
 from app.store.errors import SchemaTooNew
+from app.store.runner import call_mapped, rollback_quietly
 from app.store.tables import SCHEMA_VERSION, STORE_TABLES, SchemaVersion, core_table, utc_now
 
 

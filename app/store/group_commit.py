@@ -1,0 +1,192 @@
+"""Group commit: concurrent write transactions share one database transaction and one fsync.
+
+Writers of a process take turns, one logical transaction at a time (the event log's revision
+order stays the commit order). The first turn opens a database transaction on a worker thread
+(``BEGIN IMMEDIATE`` on SQLite, ``BEGIN`` plus the advisory write lock on PostgreSQL) and every
+turn runs inside a ``SAVEPOINT`` of it: a logical transaction that fails is rolled back to its
+savepoint alone, and its neighbours carry on. When a turn ends and no other writer is waiting
+for one (or the group holds ``max_members`` transactions, or is ``max_seconds`` old), the group
+commits on a worker thread: one ``COMMIT``, one fsync, for all of them. Only then does any of
+their callers hear back, so nothing is acknowledged before it is durable: a crash at any moment
+loses only writes nobody was told about.
+
+While one group commits (the fsync), the writers that arrive queue for the next turn, and the
+next group takes all of them: the busier the store, the more transactions share each fsync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from app.observe.metrics import GROUP_COMMIT_SIZE, SWITCH, WRITE_LOCK_SECONDS
+from app.store.runner import TransactionRunner, call_mapped, execute
+
+# A transaction's own savepoint; the ones nested in it are numbered (TransactionRunner).
+TURN_SAVEPOINT = "portico_turn"
+DEFAULT_MAX_MEMBERS = 256
+DEFAULT_MAX_SECONDS = 0.02
+
+_PROCESS_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("process")
+
+
+@dataclass
+class _Group:
+    """One open database transaction and the logical transactions it holds so far."""
+
+    conn: Connection
+    opened: float
+    committed: asyncio.Future[None]
+    members: int = 0
+    broken: BaseException | None = None
+
+
+class GroupCommit:
+    """Turns at writing, grouped into shared commits (see the module's docstring).
+
+    ``begin`` checks out a connection and opens the database transaction holding the write
+    lock; ``end(conn, commit)`` commits or rolls it back, lets the next writer in and closes the
+    connection. Both block, so they run on ``executor``.
+    """
+
+    def __init__(
+        self,
+        begin: Callable[[], Connection],
+        end: Callable[[Connection, bool], None],
+        executor: ThreadPoolExecutor,
+        *,
+        inline_steps: bool,
+        max_members: int = DEFAULT_MAX_MEMBERS,
+        max_seconds: float = DEFAULT_MAX_SECONDS,
+    ) -> None:
+        self._begin = begin
+        self._end = end
+        self._executor = executor
+        self._inline_steps = inline_steps
+        self._max_members = max_members
+        self._max_seconds = max_seconds
+        self._lock = asyncio.Lock()
+        self._waiting = 0  # writers queued for a turn: while any is, the group stays open
+        self._group: _Group | None = None
+        self._sweeper: asyncio.Future[None] | None = None
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[TransactionRunner]:
+        """One logical write transaction: committed (durably) when the block ends without an
+        error, rolled back alone if it raises. Only one turn of a process runs at a time."""
+        await self._acquire()
+        try:
+            group = await self._open()
+            runner = TransactionRunner(
+                self._executor, inline_steps=self._inline_steps, opening=TURN_SAVEPOINT
+            )
+            runner.conn = group.conn
+        except BaseException:
+            self._lock.release()
+            raise
+        try:
+            yield runner
+        except BaseException:
+            # Shielded: the ending owns the lock and passes it on even if this caller goes.
+            await asyncio.shield(asyncio.ensure_future(self._end_turn(group, runner, ok=False)))
+            raise
+        ending = asyncio.ensure_future(self._end_turn(group, runner, ok=True))
+        committed = await asyncio.shield(ending)
+        await committed
+
+    async def _acquire(self) -> None:
+        started = time.perf_counter()
+        self._waiting += 1
+        try:
+            await self._lock.acquire()
+        except BaseException:
+            self._waiting -= 1
+            # The group may have stayed open for this turn: make sure someone commits it.
+            if self._group is not None:
+                self._sweeper = asyncio.ensure_future(self._commit_when_idle())
+            raise
+        self._waiting -= 1
+        if SWITCH.recording:
+            _PROCESS_LOCK_WAIT.observe(time.perf_counter() - started)
+
+    async def _open(self) -> _Group:
+        if self._group is None:
+            loop = asyncio.get_running_loop()
+            conn = await loop.run_in_executor(
+                self._executor, functools.partial(call_mapped, self._begin)
+            )
+            committed: asyncio.Future[None] = loop.create_future()
+            # A group whose commit failed may have no caller left to hear it: never "unretrieved".
+            committed.add_done_callback(_retrieve)
+            self._group = _Group(conn, time.monotonic(), committed)
+        return self._group
+
+    async def _end_turn(
+        self, group: _Group, runner: TransactionRunner, *, ok: bool
+    ) -> asyncio.Future[None]:
+        """Close the turn's savepoint, commit the group if it is time, pass the lock on."""
+        try:
+            await runner.settle()
+            if runner.opened and group.broken is None:
+                ending = ("RELEASE",) if ok else ("ROLLBACK TO", "RELEASE")
+                try:
+                    for verb in ending:
+                        await runner.run(execute, f"{verb} SAVEPOINT {TURN_SAVEPOINT}")
+                except BaseException as error:
+                    group.broken = error  # the connection is unusable: the group cannot commit
+            runner.conn = None  # over: tasks it started no longer join it (Database.joined)
+            if ok:
+                group.members += 1
+            if group.broken is not None or self._time_to_commit(group):
+                await self._finish(group)
+            return group.committed
+        finally:
+            self._lock.release()
+
+    def _time_to_commit(self, group: _Group) -> bool:
+        return (
+            self._waiting == 0
+            or group.members >= self._max_members
+            or time.monotonic() - group.opened >= self._max_seconds
+        )
+
+    async def _finish(self, group: _Group) -> None:
+        """Commit the group (roll it back if broken) and tell its members."""
+        self._group = None
+        commit = group.broken is None
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                self._executor, functools.partial(call_mapped, self._end, group.conn, commit)
+            )
+        except BaseException as error:
+            group.committed.set_exception(group.broken or error)
+            return
+        if not commit:
+            assert group.broken is not None
+            group.committed.set_exception(group.broken)
+            return
+        if SWITCH.recording and group.members:
+            GROUP_COMMIT_SIZE.observe(group.members)
+        group.committed.set_result(None)
+
+    async def _commit_when_idle(self) -> None:
+        """Commit an open group that no turn is left to end (its next writer gave up)."""
+        async with self._lock:
+            if self._group is not None and self._waiting == 0:
+                await self._finish(self._group)
+
+    async def close(self) -> None:
+        """Commit whatever group is open (none is, unless a writer gave up mid-queue)."""
+        await self._commit_when_idle()
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -15,34 +15,42 @@ import contextlib
 import functools
 import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Collection
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar
+from typing import Protocol, Self
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql as postgresql_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.engine import URL
 
 from app.observe.timing import instrument
 from app.store import accounts
 from app.store.database import Database
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
-from app.store.errors import AlreadyExists, Conflict, NotFound
+from app.store.errors import AlreadyExists
 from app.store.group_commit import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SECONDS
 from app.store.idempotency import IdempotencyRecords
 from app.store.login_attempts import LoginAttempts
+from app.store.records import (
+    SQLITE_GET,
+    Message,
+    Record,
+    as_bytes,
+    delete_record,
+    event_of,
+    insert_record,
+    select_record,
+    select_records,
+    sqlite_time,
+    update_record,
+)
 from app.store.runner import TransactionRunner, call_mapped
 from app.store.schema import ensure_schema
 from app.store.tables import (
     COMPACTED_REVISION,
     Account,
     EventLogEntry,
-    StoredObject,
     StoreMeta,
     core_table,
-    inserted_id,
     utc_now,
 )
 from app.store.watch import (
@@ -60,208 +68,9 @@ DEFAULT_COMPACTION_AGE = timedelta(days=1)
 # watches): a cheap query, and the floor of cross-worker stream latency.
 DEFAULT_POLL_INTERVAL = 0.05
 
-_objects = core_table(StoredObject)
 _log = core_table(EventLogEntry)
 _meta = core_table(StoreMeta)
-_RECORD_COLUMNS = (
-    _objects.c.kind,
-    _objects.c.key,
-    _objects.c.data,
-    _objects.c.revision,
-    _objects.c.created_at,
-    _objects.c.updated_at,
-)
-_SQLITE_GET = (
-    'SELECT data, revision, created_at, updated_at FROM stored_object WHERE kind = ? AND "key" = ?'
-)
 _SQLITE_IS_REVOKED = "SELECT 1 FROM revoked_token WHERE jti = ?"
-
-
-class Message(Protocol):
-    """The part of a protobuf message the store uses."""
-
-    def SerializeToString(self, *, deterministic: bool = ...) -> bytes: ...
-
-    @classmethod
-    def FromString(cls, s: bytes) -> Self: ...
-
-
-M = TypeVar("M", bound=Message)
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """A stored object: serialized protobuf ``data`` at ``revision``."""
-
-    kind: str
-    key: str
-    data: bytes
-    revision: int
-    created_at: datetime
-    updated_at: datetime
-
-    def parse(self, message_type: type[M]) -> M:
-        """Decode ``data`` as ``message_type``."""
-        return message_type.FromString(self.data)
-
-
-def _as_bytes(data: bytes | Message) -> bytes:
-    if isinstance(data, bytes):
-        return data
-    # Deterministic: equal messages give equal bytes, so an unchanged update is recognised.
-    return data.SerializeToString(deterministic=True)
-
-
-def _record(row: Any) -> Record:
-    return Record(row.kind, row.key, row.data, row.revision, row.created_at, row.updated_at)
-
-
-def _event(record: Record, type_: EventType) -> Event:
-    """The event log entry a write of ``record`` appended (a deletion keeps the last data)."""
-    return Event(record.revision, record.kind, record.key, type_, record.data, record.updated_at)
-
-
-def _sqlite_time(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def _prefix_upper_bound(prefix: str) -> str | None:
-    # Keys compare by code point on both backends, so [prefix, bound) holds exactly the matches.
-    for cut in range(len(prefix), 0, -1):
-        point = ord(prefix[cut - 1]) + 1
-        if 0xD800 <= point <= 0xDFFF:
-            point = 0xE000
-        if point <= 0x10FFFF:
-            return prefix[: cut - 1] + chr(point)
-    return None
-
-
-# --- statements run on a worker thread, inside a transaction where they write ----------------
-
-
-# Built once: constructing a statement per call costs more than a local PostgreSQL round trip.
-_SELECT_RECORD = select(*_RECORD_COLUMNS).where(
-    _objects.c.kind == bindparam("kind"), _objects.c.key == bindparam("key")
-)
-
-
-def select_record(conn: Connection, kind: str, key: str) -> Record | None:
-    """The object ``(kind, key)``, if any."""
-    row = conn.execute(_SELECT_RECORD, {"kind": kind, "key": key}).first()
-    return None if row is None else _record(row)
-
-
-def select_records(conn: Connection, kind: str, prefix: str) -> list[Record]:
-    """Objects of ``kind`` whose key starts with ``prefix``, ordered by key."""
-    query = select(*_RECORD_COLUMNS).where(_objects.c.kind == kind).order_by(_objects.c.key)
-    if prefix:
-        query = query.where(_objects.c.key >= prefix)
-        bound = _prefix_upper_bound(prefix)
-        if bound is not None:
-            query = query.where(_objects.c.key < bound)
-    return [_record(row) for row in conn.execute(query)]
-
-
-_INSERT_EVENT = insert(_log)
-# A key already taken inserts (and returns) nothing instead of failing the transaction.
-_INSERT_NEW_OBJECT = {
-    "sqlite": sqlite_dialect.insert(_objects).on_conflict_do_nothing().returning(_objects.c.kind),
-    "postgresql": postgresql_dialect.insert(_objects)
-    .on_conflict_do_nothing()
-    .returning(_objects.c.kind),
-}
-_DELETE_EVENT = delete(_log).where(_log.c.revision == bindparam("revision"))
-# Bound names differ from the columns: those names are taken by the SET clause's values.
-_UPDATE_OBJECT = update(_objects).where(
-    _objects.c.kind == bindparam("of_kind"), _objects.c.key == bindparam("of_key")
-)
-_DELETE_OBJECT = delete(_objects).where(
-    _objects.c.kind == bindparam("kind"), _objects.c.key == bindparam("key")
-)
-
-
-def _append_event(
-    conn: Connection, kind: str, key: str, type_: EventType, data: bytes, now: datetime
-) -> int:
-    values = {"kind": kind, "key": key, "type": type_.value, "data": data, "at": now}
-    return inserted_id(conn.execute(_INSERT_EVENT, values))
-
-
-def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datetime) -> Record:
-    """Create an object; ``AlreadyExists`` if the key is taken.
-
-    Two statements, no read first: the event takes the next revision, and the object's insert
-    does nothing if the key is taken (then the event is taken back: a revision is skipped,
-    never reused).
-    """
-    revision = _append_event(conn, kind, key, EventType.CREATED, data, now)
-    values = {
-        "kind": kind,
-        "key": key,
-        "data": data,
-        "revision": revision,
-        "created_at": now,
-        "updated_at": now,
-    }
-    if conn.execute(_INSERT_NEW_OBJECT[conn.dialect.name], values).first() is None:
-        conn.execute(_DELETE_EVENT, {"revision": revision})
-        raise AlreadyExists(f"{kind} {key!r} already exists")
-    return Record(kind, key, data, revision, now, now)
-
-
-def _existing(
-    conn: Connection,
-    kind: str,
-    key: str,
-    expected_revision: int | None,
-    known: Record | None = None,
-) -> Record:
-    # ``known``: the object as this transaction already read or wrote it (no second read).
-    current = known if known is not None else select_record(conn, kind, key)
-    if current is None:
-        raise NotFound(f"{kind} {key!r} not found")
-    if expected_revision is not None and current.revision != expected_revision:
-        raise Conflict(
-            f"{kind} {key!r} is at revision {current.revision}, not {expected_revision}; "
-            "read it again and retry",
-            expected_revision=expected_revision,
-            actual_revision=current.revision,
-        )
-    return current
-
-
-def update_record(
-    conn: Connection,
-    kind: str,
-    key: str,
-    data: bytes,
-    expected_revision: int | None,
-    now: datetime,
-    known: Record | None = None,
-) -> tuple[Record, bool]:
-    """Replace an object's data; returns the record and whether anything changed."""
-    current = _existing(conn, kind, key, expected_revision, known)
-    if current.data == data:
-        return current, False
-    revision = _append_event(conn, kind, key, EventType.UPDATED, data, now)
-    values = {"of_kind": kind, "of_key": key, "data": data, "revision": revision, "updated_at": now}
-    conn.execute(_UPDATE_OBJECT, values)
-    return Record(kind, key, data, revision, current.created_at, now), True
-
-
-def delete_record(
-    conn: Connection,
-    kind: str,
-    key: str,
-    expected_revision: int | None,
-    now: datetime,
-    known: Record | None = None,
-) -> Record:
-    """Delete an object; returns its last data at the revision of the deletion."""
-    current = _existing(conn, kind, key, expected_revision, known)
-    revision = _append_event(conn, kind, key, EventType.DELETED, current.data, now)
-    conn.execute(_DELETE_OBJECT, {"kind": kind, "key": key})
-    return Record(kind, key, current.data, revision, current.created_at, now)
 
 
 def compact_log(conn: Connection, cutoff: datetime) -> int:
@@ -324,7 +133,7 @@ class Transaction:
 
     def _wrote(self, record: Record, type_: EventType) -> None:
         self.revision = record.revision
-        self.written.append(_event(record, type_))
+        self.written.append(event_of(record, type_))
         self._known[(record.kind, record.key)] = None if type_ is EventType.DELETED else record
 
     async def get(self, kind: str, key: str) -> Record | None:
@@ -337,13 +146,15 @@ class Transaction:
 
     async def list(self, kind: str, prefix: str = "") -> list[Record]:
         """Objects of ``kind`` with keys starting with ``prefix``, as this transaction sees them."""
-        return await self._runner.run(select_records, kind, prefix)
+        records = await self._runner.run(select_records, kind, prefix)
+        self._known.update(((r.kind, r.key), r) for r in records)
+        return records
 
     async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
         """Create an object; ``AlreadyExists`` if the key is taken."""
         if self._known.get((kind, key)) is not None:
             raise AlreadyExists(f"{kind} {key!r} already exists")
-        record = await self._runner.run(insert_record, kind, key, _as_bytes(data), utc_now())
+        record = await self._runner.run(insert_record, kind, key, as_bytes(data), utc_now())
         self._wrote(record, EventType.CREATED)
         return record
 
@@ -359,7 +170,7 @@ class Transaction:
             update_record,
             kind,
             key,
-            _as_bytes(data),
+            as_bytes(data),
             expected_revision,
             utc_now(),
             self._known.get((kind, key)),
@@ -459,7 +270,7 @@ class ObjectStore:
         reader = self.database.inline_reader
         if reader is not None and self.database.joined() is None:
             try:
-                rows = reader.execute(_SQLITE_GET, (kind, key)).fetchall()
+                rows = reader.execute(SQLITE_GET, (kind, key)).fetchall()
             except sqlite3.Error:
                 pass  # busy or broken: the pooled path waits properly and maps the error
             else:
@@ -467,7 +278,7 @@ class ObjectStore:
                     return None
                 data, revision, created_at, updated_at = rows[0]
                 return Record(
-                    kind, key, data, revision, _sqlite_time(created_at), _sqlite_time(updated_at)
+                    kind, key, data, revision, sqlite_time(created_at), sqlite_time(updated_at)
                 )
         return await self.database.read(select_record, kind, key)
 
@@ -477,7 +288,7 @@ class ObjectStore:
 
     async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
         """Create an object; ``AlreadyExists`` if the key is taken."""
-        record = await self.database.write(insert_record, kind, key, _as_bytes(data), utc_now())
+        record = await self.database.write(insert_record, kind, key, as_bytes(data), utc_now())
         self._advance(record, EventType.CREATED)
         return record
 
@@ -490,7 +301,7 @@ class ObjectStore:
     ) -> Record:
         """Replace an object's data; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
         record, changed = await self.database.write(
-            update_record, kind, key, _as_bytes(data), expected_revision, utc_now()
+            update_record, kind, key, as_bytes(data), expected_revision, utc_now()
         )
         if changed:
             self._advance(record, EventType.UPDATED)
@@ -512,7 +323,7 @@ class ObjectStore:
 
     def _advance(self, record: Record, type_: EventType) -> None:
         # Watchers learn of a write once it is committed (later, inside an ambient transaction).
-        event = _event(record, type_)
+        event = event_of(record, type_)
         self.database.after_commit(functools.partial(self._feed.advance, record.revision, (event,)))
 
     def atomically(self) -> contextlib.AbstractAsyncContextManager[object]:

@@ -42,7 +42,11 @@ def call_mapped(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 
 def execute(conn: Connection, sql: str) -> None:
     """Run one statement that returns nothing (savepoints, transaction control)."""
-    conn.exec_driver_sql(sql)
+    raw = conn.connection.dbapi_connection
+    if isinstance(raw, sqlite3.Connection):
+        raw.execute(sql)  # on the loop, where SQLAlchemy's own work costs more than this
+    else:
+        conn.exec_driver_sql(sql)
 
 
 def rollback_quietly(conn: Connection) -> None:
@@ -100,7 +104,7 @@ class TransactionRunner:
     def _with_conn(self, fn: Callable[..., T], *args: Any) -> T:
         assert self.conn is not None, "transaction is not open"
         if self._opening and not self.opened:
-            self.conn.exec_driver_sql(f"SAVEPOINT {self._opening}")
+            execute(self.conn, f"SAVEPOINT {self._opening}")
             self.opened = True
         return fn(self.conn, *args)
 

@@ -35,8 +35,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Collection
+import time
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+from google.protobuf import struct_pb2
 
 from app.services.kaas.records import (
     CLUSTER,
@@ -46,18 +50,16 @@ from app.services.kaas.records import (
     Slot,
     desired_machines,
     key_of,
-    load_all_machines,
-    load_cluster,
     machine_data,
-    parse_machines,
+    parse_machine,
     reserve_machines,
     sorted_machines,
 )
 from app.sim.clock import Clock
 from app.sim.kubeconfig import issue_kubeconfig
 from app.sim.machine_model import Machine, Phase, Role
-from app.sim.machines import IpPoolExhausted, MachineProvider
-from app.store import ObjectStore
+from app.sim.machines import AddressesInUse, IpPoolExhausted, MachineProvider
+from app.store import ObjectStore, Record, Transaction
 from gen.cnct.kaas.api import api_pb2
 
 log = logging.getLogger(__name__)
@@ -244,73 +246,147 @@ def _failure_status(spec: api_pb2.CreateClusterMsg, machines: list[Machine]) -> 
     return api_pb2.DEGRADED
 
 
+# Clusters whose changes are being written at once, each in a transaction of its own: they
+# share database commits (group commit), so a pass over a thousand clusters costs a few fsyncs,
+# while a request's write queues behind at most this many of them.
+WRITES_IN_FLIGHT = 16
+# After a pass, the reconciler rests at least this share of the pass's own length.
+REST_SHARE = 0.5
+# Planning runs on the event loop in slices this long, requests in between.
+SLICE_SECONDS = 0.002
+T = TypeVar("T")
+
+
+Seen = tuple[int, int, frozenset[tuple[str, int]]]  # status, spec and machine revisions
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One cluster's changes, planned from a snapshot of the store taken at ``seen``."""
+
+    state: ClusterState
+    outcome: Outcome
+    forms: list[struct_pb2.Struct]  # the stored form of each of ``outcome.machines``
+    seen: Seen
+
+
 class ClusterReconciler:
-    """The leader-only job that drives every stored cluster toward its spec."""
+    """The leader-only job that drives every stored cluster toward its spec.
+
+    A pass reads every cluster once, plans all of them on the loop in short slices, then
+    writes each changed cluster in its own transaction, ``WRITES_IN_FLIGHT`` at a time. A
+    cluster written by someone else since the snapshot (a user's scale, delete or upgrade) is
+    left to the next pass, which plans it from what was written.
+    """
 
     def __init__(self, store: ObjectStore, provider: MachineProvider, clock: Clock) -> None:
         self.store = store
         self.provider = provider
         self.clock = clock
         self._steps_per_pass = max(1, math.ceil(MIN_PASS_SECONDS / clock.step_seconds))
+        # Parsed machines by key, with the revision they were parsed at: a pass parses only
+        # the machines written since the last one.
+        self._parsed: dict[str, tuple[int, Machine]] = {}
+        # RUNNING clusters a pass found nothing to change in, with the revisions it saw: with
+        # none of them written since, the next pass has nothing to change either (a running
+        # cluster's machines do not move with the clock), so it is not planned again.
+        self._settled: dict[str, Seen] = {}
 
     async def run(self) -> None:
         """Reconcile on every pass until cancelled."""
         while True:
+            started = time.monotonic()
             await self.reconcile_all()
-            await self.clock.sleep_steps(self._steps_per_pass)
+            # However far behind, the next pass waits a share of this one's length: requests
+            # keep most of the process while a backlog is worked through.
+            rest = asyncio.sleep((time.monotonic() - started) * REST_SHARE)
+            await asyncio.gather(rest, self.clock.sleep_steps(self._steps_per_pass))
 
     async def reconcile_all(self) -> int:
         """One pass over every cluster; returns how many clusters changed."""
         now = self.clock.now()
         statuses = await self.store.list(CLUSTER)
-        specs = {
-            r.key: r.parse(api_pb2.CreateClusterMsg) for r in await self.store.list(CLUSTER_SPEC)
-        }
-        # Thousands of machines take long to parse and plan: that work runs off the loop, so
-        # the largest cluster (app.limits) does not keep other callers waiting.
-        machines = await asyncio.to_thread(parse_machines, await self.store.list(MACHINE))
-        in_use = {m.ip for m in machines if m.holds_ip}
-        changed = 0
+        specs = await self.store.list(CLUSTER_SPEC)
+        machines = await self.store.list(MACHINE)
+        planned = await _in_slices(self._plan_pass(statuses, specs, machines, now))
+        limit = asyncio.Semaphore(WRITES_IN_FLIGHT)
+
+        async def write(plan: _Planned) -> bool:
+            async with limit:
+                return await self._write(plan)
+
+        written = await asyncio.gather(*(write(plan) for plan in planned), return_exceptions=True)
+        for plan, result in zip(planned, written, strict=True):
+            if isinstance(result, BaseException):
+                log.error("cluster %s: writing its changes failed: %s", plan.state.name, result)
+        return sum(result is True for result in written)
+
+    def _plan_pass(
+        self, statuses: list[Record], specs: list[Record], machines: list[Record], now: int
+    ) -> Iterator[_Planned | None]:
+        """Every cluster's changes at step ``now``, one cluster (or machine) at a time."""
+        by_cluster: dict[str, list[Record]] = {}
+        parsed: dict[str, tuple[int, Machine]] = {}
+        in_use = AddressesInUse()
+        for record in machines:
+            by_cluster.setdefault(record.key.partition("/")[0], []).append(record)
+            machine = self._parse(record)
+            parsed[record.key] = (record.revision, machine)
+            if machine.holds_ip:
+                in_use.add(machine.ip)
+            yield None
+        self._parsed = parsed
+        spec_records = {r.key: r for r in specs}
+        settled: dict[str, Seen] = {}
         for record in statuses:
-            spec = specs.get(record.key)
+            spec = spec_records.get(record.key)
             if spec is None:
                 continue
+            own = by_cluster.get(record.key, [])
+            seen = (record.revision, spec.revision, frozenset((r.key, r.revision) for r in own))
+            if self._settled.get(record.key) == seen:
+                settled[record.key] = seen
+                yield None
+                continue
             state = ClusterState(
-                spec,
+                spec.parse(api_pb2.CreateClusterMsg),
                 record.parse(api_pb2.ClusterDetailItem),
-                tuple(m for m in machines if m.cluster == record.key),
+                tuple(parsed[r.key][1] for r in own),
             )
-            # A read-only look first: settled clusters cost no write transaction.
-            outcome = await asyncio.to_thread(plan_cluster, state, self.provider, now, in_use)
-            if outcome.changes or outcome.status != state.status:
-                changed += await self.reconcile(record.key, now, in_use)
-        return changed
-
-    async def reconcile(self, name: str, now: int, in_use: set[str] | None = None) -> bool:
-        """Plan and write one cluster's changes in a transaction; whether anything was written.
-
-        ``in_use`` is the set of addresses machines hold, kept current across a pass: only this
-        job hands out addresses, so one reading per pass is enough (not one per cluster).
-        """
-        async with self.store.transaction() as tx:
-            state = await load_cluster(tx, name)
-            if state is None:
-                return False
-            if in_use is None:
-                in_use = {m.ip for m in await load_all_machines(tx) if m.holds_ip}
-            outcome = await asyncio.to_thread(plan_cluster, state, self.provider, now, in_use)
+            outcome = plan_cluster(state, self.provider, now, in_use)
             if not outcome.changes and outcome.status == state.status:
-                return False
-            for machine in state.machines:
-                in_use.discard(machine.ip)
-            for machine in (*outcome.machines, *_untouched(state, outcome)):
-                if machine.holds_ip:
-                    in_use.add(machine.ip)
+                if state.status.status == api_pb2.RUNNING:
+                    settled[record.key] = seen
+                yield None  # nothing to write
+                continue
+            # Addresses freed during a pass are handed out again from the next one: a cluster
+            # whose write is skipped (changed meanwhile) may still hold them.
+            in_use.update(m.ip for m in outcome.machines if m.holds_ip)
+            if outcome.kubeconfig_server_ip:
+                # Issued once and stored: the CA key and token are random, never re-rendered.
+                outcome.status.kubeconfig = issue_kubeconfig(
+                    record.key, outcome.kubeconfig_server_ip, now=self.clock.time_of(now)
+                )
+            forms = [machine_data(m) for m in outcome.machines]
+            yield _Planned(state, outcome, forms, seen)
+        self._settled = settled
+
+    def _parse(self, record: Record) -> Machine:
+        cached = self._parsed.get(record.key)
+        if cached is not None and cached[0] == record.revision:
+            return cached[1]
+        return parse_machine(record)
+
+    async def _write(self, plan: _Planned) -> bool:
+        """Write one cluster's planned changes if it is as planned from; whether it was."""
+        state, outcome, name = plan.state, plan.outcome, plan.state.name
+        async with self.store.transaction() as tx:
+            if await _revisions(tx, name) != plan.seen:
+                return False  # written meanwhile: the next pass plans it again
             for machine in outcome.released:
                 await tx.delete(MACHINE, key_of(machine))
             stored = {(m.pool, m.index) for m in state.machines}
-            forms = await asyncio.to_thread(lambda: [machine_data(m) for m in outcome.machines])
-            for machine, form in zip(outcome.machines, forms, strict=True):
+            for machine, form in zip(outcome.machines, plan.forms, strict=True):
                 if (machine.pool, machine.index) in stored:
                     await tx.update(MACHINE, key_of(machine), form)
                 else:
@@ -321,11 +397,6 @@ class ClusterReconciler:
                 await reserve_machines(tx, -len(desired_machines(state.spec)))
                 log.info("cluster %s deleted: every machine released", name)
                 return True
-            if outcome.kubeconfig_server_ip:
-                # Issued once and stored: the CA key and token are random, never re-rendered.
-                outcome.status.kubeconfig = issue_kubeconfig(
-                    name, outcome.kubeconfig_server_ip, now=self.clock.time_of(now)
-                )
             if outcome.status.status != state.status.status:
                 log.info(
                     "cluster %s: %s -> %s",
@@ -337,7 +408,26 @@ class ClusterReconciler:
         return True
 
 
-def _untouched(state: ClusterState, outcome: Outcome) -> list[Machine]:
-    """The cluster's machines the outcome neither rewrote nor released."""
-    changed = {(m.pool, m.index) for m in (*outcome.machines, *outcome.released)}
-    return [m for m in state.machines if (m.pool, m.index) not in changed]
+async def _revisions(tx: Transaction, name: str) -> Seen | None:
+    """The revisions of the cluster's status, spec and machines, as ``_Planned.seen`` holds them."""
+    status = await tx.get(CLUSTER, name)
+    spec = await tx.get(CLUSTER_SPEC, name)
+    if status is None or spec is None:
+        return None
+    machines = await tx.list(MACHINE, f"{name}/")
+    return status.revision, spec.revision, frozenset((r.key, r.revision) for r in machines)
+
+
+async def _in_slices(steps: Iterator[T | None]) -> list[T]:
+    """Run ``steps`` on the loop, letting other callers in every ``SLICE_SECONDS``: planning a
+    thousand clusters takes a while, and on a worker thread it held the interpreter lock
+    against the loop at every statement the loop ran (each waited out the switch interval)."""
+    results: list[T] = []
+    turn = time.monotonic()
+    for step in steps:
+        if step is not None:
+            results.append(step)
+        if time.monotonic() - turn >= SLICE_SECONDS:
+            await asyncio.sleep(0)
+            turn = time.monotonic()
+    return results

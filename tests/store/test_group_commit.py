@@ -1,0 +1,99 @@
+"""Group commit: concurrent write transactions share database commits, each is still undone
+alone if it fails, and watchers see every committed write once, in revision order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from app.observe.metrics import GROUP_COMMIT_SIZE, SWITCH
+from app.store import AlreadyExists, ObjectStore
+
+WRITERS = 64
+
+
+def _commits_and_transactions() -> tuple[float, float]:
+    """How many group commits this process made so far, and how many transactions they held."""
+    samples = {s.name: s.value for metric in GROUP_COMMIT_SIZE.collect() for s in metric.samples}
+    prefix = "portico_store_group_commit_transactions"
+    return samples[f"{prefix}_count"], samples[f"{prefix}_sum"]
+
+
+@pytest.fixture(autouse=True)
+def _recording():
+    was, SWITCH.recording = SWITCH.recording, True
+    yield
+    SWITCH.recording = was
+
+
+def test_concurrent_creates_share_commits_and_all_are_stored(with_store):
+    async def body(store: ObjectStore):
+        commits, transactions = _commits_and_transactions()
+        await asyncio.gather(*(store.create("Cluster", f"c{i}", b"x") for i in range(WRITERS)))
+        commits_after, transactions_after = _commits_and_transactions()
+        assert transactions_after - transactions == WRITERS
+        # All were queued at once: a handful of fsyncs, not one each.
+        assert commits_after - commits <= WRITERS / 4
+        assert len(await store.list("Cluster")) == WRITERS
+
+    with_store(body)
+
+
+def test_with_one_transaction_per_group_each_commits_alone(with_store):
+    async def body(store: ObjectStore):
+        commits, _ = _commits_and_transactions()
+        await asyncio.gather(*(store.create("Cluster", f"c{i}", b"x") for i in range(8)))
+        assert _commits_and_transactions()[0] - commits == 8
+
+    with_store(body, group_max_members=1)
+
+
+def test_a_failing_transaction_leaves_the_others_of_its_group_committed(with_store):
+    async def body(store: ObjectStore):
+        await store.create("Cluster", "taken", b"t")
+        start = await store.current_revision()
+
+        async def fails_after_writing() -> None:
+            async with store.transaction() as tx:
+                await tx.create("Cluster", "half-done", b"h")
+                raise RuntimeError("the caller's own failure")
+
+        commits, transactions = _commits_and_transactions()
+        calls = [store.create("Cluster", f"ok{i}", b"o") for i in range(20)]
+        calls.insert(5, fails_after_writing())
+        calls.insert(12, store.create("Cluster", "taken", b"again"))
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        assert isinstance(outcomes[5], RuntimeError)
+        assert isinstance(outcomes[12], AlreadyExists)
+        # They shared commits with the ones that failed, and every other one is there.
+        assert _commits_and_transactions()[0] - commits < _commits_and_transactions()[1] - (
+            transactions
+        )
+        keys = {r.key for r in await store.list("Cluster")}
+        assert keys == {"taken"} | {f"ok{i}" for i in range(20)}
+        assert (await store.get("Cluster", "taken")).data == b"t"  # type: ignore[union-attr]
+        # A watcher sees the twenty creates, each once, in revision order, and nothing else.
+        async with contextlib.aclosing(store.watch("Cluster", start)) as events:
+            seen = [await asyncio.wait_for(anext(events), 5) for _ in range(20)]
+        assert sorted(e.key for e in seen) == sorted(f"ok{i}" for i in range(20))
+        revisions = [e.revision for e in seen]
+        assert revisions == sorted(revisions) and len(set(revisions)) == 20
+
+    with_store(body)
+
+
+def test_a_live_watch_gets_concurrent_writes_in_revision_order(with_store):
+    async def body(store: ObjectStore):
+        start = await store.current_revision()
+        async with contextlib.aclosing(store.watch("Cluster", start)) as events:
+            first = asyncio.ensure_future(anext(events))
+            acknowledged = await asyncio.gather(
+                *(store.create("Cluster", f"c{i}", b"x") for i in range(WRITERS))
+            )
+            seen = [await asyncio.wait_for(first, 5)]
+            seen += [await asyncio.wait_for(anext(events), 5) for _ in range(WRITERS - 1)]
+        assert [e.revision for e in seen] == sorted(r.revision for r in acknowledged)
+
+    with_store(body)

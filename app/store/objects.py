@@ -29,6 +29,7 @@ from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
 from app.store.errors import AlreadyExists
 from app.store.group_commit import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SECONDS
 from app.store.idempotency import IdempotencyRecords
+from app.store.indexes import INDEXES
 from app.store.login_attempts import LoginAttempts
 from app.store.records import (
     SQLITE_GET,
@@ -40,6 +41,7 @@ from app.store.records import (
     insert_record,
     select_record,
     select_records,
+    select_where,
     sqlite_time,
     update_record,
 )
@@ -285,6 +287,13 @@ class ObjectStore:
     async def list(self, kind: str, prefix: str = "") -> list[Record]:
         """Objects of ``kind`` whose key starts with ``prefix``, ordered by key."""
         return await self.database.read(select_records, kind, prefix)
+
+    async def list_where(self, kind: str, index: str, value: str) -> builtins.list[Record]:
+        """Objects of ``kind`` whose secondary index ``index`` holds ``value``, ordered by key:
+        an index read (see app.store.indexes; the index must be declared)."""
+        if index not in INDEXES.get(kind, {}):
+            raise ValueError(f"{kind} has no index {index!r}")
+        return await self.database.read(select_where, kind, index, value)
 
     async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
         """Create an object; ``AlreadyExists`` if the key is taken."""

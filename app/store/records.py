@@ -17,6 +17,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql as postgresql_dialect
 
 from app.store.errors import AlreadyExists, Conflict, NotFound
+from app.store.indexes import keys_where, reindex
 from app.store.tables import EventLogEntry, StoredObject, core_table, inserted_id
 from app.store.watch import Event, EventType
 
@@ -212,6 +213,7 @@ def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datet
             conn.execute(_DELETE_EVENT, {"revision": revision})
     if not inserted:
         raise AlreadyExists(f"{kind} {key!r} already exists")
+    reindex(conn, kind, key, None, data)
     return Record(kind, key, data, revision, now, now)
 
 
@@ -262,6 +264,7 @@ def update_record(
             "updated_at": now,
         }
         conn.execute(_UPDATE_OBJECT, values)
+    reindex(conn, kind, key, current.data, data)
     return Record(kind, key, data, revision, current.created_at, now), True
 
 
@@ -281,4 +284,11 @@ def delete_record(
         raw.execute(_SQLITE_DELETE, (kind, key))
     else:
         conn.execute(_DELETE_OBJECT, {"kind": kind, "key": key})
+    reindex(conn, kind, key, current.data, None)
     return Record(kind, key, current.data, revision, current.created_at, now)
+
+
+def select_where(conn: Connection, kind: str, name: str, value: str) -> list[Record]:
+    """The ``kind`` objects whose index ``name`` holds ``value`` (app.store.indexes), by key."""
+    found = (select_record(conn, kind, key) for key in keys_where(conn, kind, name, value))
+    return [record for record in found if record is not None]

@@ -9,6 +9,7 @@ from sqlmodel import SQLModel
 
 from app.store.database import Database
 from app.store.errors import SchemaTooNew
+from app.store.indexes import build_missing
 from app.store.runner import call_mapped, rollback_quietly
 from app.store.tables import SCHEMA_VERSION, STORE_TABLES, SchemaVersion, core_table, utc_now
 
@@ -44,6 +45,7 @@ def _ensure_schema(database: Database) -> int:
                     f"({SCHEMA_VERSION}); upgrade Portico"
                 )
             start = 1 if found is None else found + 1
+            build_missing(conn)
             for version in range(start, SCHEMA_VERSION + 1):
                 if version in MIGRATIONS and found is not None:
                     MIGRATIONS[version](conn)

@@ -183,6 +183,20 @@ class IdempotencyRecord(SQLModel, table=True):
     expires_at: datetime = _timestamp(index=True)
 
 
+class ObjectIndex(SQLModel, table=True):
+    """One value of a secondary index of a kind (app.store.indexes): the object ``key`` of
+    ``kind`` holds ``value`` under index ``name``. A new table, created on start."""
+
+    __tablename__ = "object_index"
+    # Rewriting one object's rows finds them by its key.
+    __table_args__ = (Index("ix_object_index_kind_key", "kind", "key"),)
+
+    kind: str = Field(sa_column=Column(_name_type(128), primary_key=True))
+    name: str = Field(sa_column=Column(String(64), primary_key=True))
+    value: str = Field(sa_column=Column(_name_type(512), primary_key=True))
+    key: str = Field(sa_column=Column(_name_type(512), primary_key=True))
+
+
 STORE_TABLES = (
     Account,
     RevokedToken,
@@ -192,6 +206,7 @@ STORE_TABLES = (
     StoreMeta,
     LoginAttempt,
     IdempotencyRecord,
+    ObjectIndex,
 )
 COMPACTED_REVISION = "compacted_revision"
 

@@ -1,5 +1,6 @@
 """A lookup by a whole key is a primary-key read: with 10,000 objects of its kind stored it reads
-as many rows from the store as with 10 (counted, not timed)."""
+as many rows from the store as with 10 (counted, not timed). So is a lookup through a secondary
+index: the runtime's InspectPod finds the instances that ran the pod's image by an index."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pytest
 from sqlalchemy import Connection, insert
 
 from app.services.edge import kinds
+from app.services.kudo.placement import Capacity
+from app.services.kudo.records import BY_IMAGE, INSTANCE, InstanceRecord
+from app.services.rkt.service import image_id
 from app.store import ObjectStore
-from app.store.tables import StoredObject, core_table, utc_now
+from app.store.tables import ObjectIndex, StoredObject, core_table, utc_now
 from gen.cnct.kaas.api import api_pb2
 from gen.edgeproto import flavor_pb2
 from tests.harness import run, running
@@ -27,7 +31,7 @@ _counting: ContextVar[list[int] | None] = ContextVar("counting", default=None)
 
 def count_rows_read(store: ObjectStore) -> None:
     """Count the records the store hands back (every row read) to calls made under _counting."""
-    get, list_ = store.get, store.list
+    get, list_, list_where = store.get, store.list, store.list_where
 
     async def counted_get(kind: str, key: str) -> Any:
         record = await get(kind, key)
@@ -43,8 +47,16 @@ def count_rows_read(store: ObjectStore) -> None:
             counter.extend([1] * len(records))
         return records
 
+    async def counted_list_where(kind: str, index: str, value: str) -> Any:
+        records = await list_where(kind, index, value)
+        counter = _counting.get()
+        if counter is not None:
+            counter.extend([1] * len(records))
+        return records
+
     store.get = counted_get  # type: ignore[method-assign]
     store.list = counted_list  # type: ignore[method-assign]
+    store.list_where = counted_list_where  # type: ignore[method-assign]
 
 
 def _insert_all(conn: Connection, count: int) -> None:
@@ -56,22 +68,43 @@ def _insert_all(conn: Connection, count: int) -> None:
         for n in range(count)
     ]
     clusters = [api_pb2.ClusterDetailItem(name=f"cluster-{n:05}") for n in range(count)]
-    rows = [(kinds.FLAVOR.kind, kinds.FLAVOR.store_key(f), f) for f in flavors] + [
-        (CLUSTER_KIND, c.name, c) for c in clusters
-    ]
+    rows = [(kinds.FLAVOR.kind, kinds.FLAVOR.store_key(f), f.SerializeToString()) for f in flavors]
+    rows += [(CLUSTER_KIND, c.name, c.SerializeToString()) for c in clusters]
+    # Instances: each runs an image of its own, except the last two, which share one.
+    instances = [_instance(n, f"docker://example/app-{min(n, count - 2)}:1") for n in range(count)]
+    rows += [(INSTANCE, i.id, i.to_bytes()) for i in instances]
     conn.execute(
         insert(core_table(StoredObject)),
         [
             {
                 "kind": kind,
                 "key": key,
-                "data": message.SerializeToString(),
+                "data": data,
                 "revision": 1,
                 "created_at": now,
                 "updated_at": now,
             }
-            for kind, key, message in rows
+            for kind, key, data in rows
         ],
+    )
+    conn.execute(
+        insert(core_table(ObjectIndex)),
+        [
+            {"kind": INSTANCE, "name": BY_IMAGE, "value": image_id(i), "key": i.id}
+            for i in instances
+        ],
+    )
+
+
+def _instance(n: int, uri: str) -> InstanceRecord:
+    return InstanceRecord(
+        id=f"instance-{n:05}",
+        name=f"app-{n}",
+        uri=uri,
+        environment=(),
+        ports=(),
+        limit=Capacity(cpu=1, memory=64, disk=1),
+        created_ns=1,
     )
 
 
@@ -113,8 +146,23 @@ def test_keyed_lookups_read_one_row_however_many_objects_are_stored(
                 )
                 assert reply.status_code == 200, reply.text
 
+            async def stop_instance() -> None:  # the scheduler, by id
+                reply = await server.http.post(
+                    "/v1/scheduler/instances/instance-00007:stop", json={}, headers=headers
+                )
+                # Found by id (and refused: it was never placed, so there is nothing to stop).
+                assert "an instance that is SCHEDULING" in reply.text, reply.text
+
+            async def inspect_pod() -> None:  # the runtime, by id; its image by the index
+                last = f"instance-{stored - 1:05}"
+                reply = await server.http.get(f"/v1/runtime/pods/{last}", headers=headers)
+                assert reply.status_code == 200, reply.text
+
             assert await _rows_for(show_flavor) == 1
             assert await _rows_for(get_cluster) == 1
+            assert await _rows_for(stop_instance) == 1
+            # The pod itself, then the two instances that ran its image.
+            assert await _rows_for(inspect_pod) == 3
 
             async def show_by_other_field() -> None:
                 reply = await server.http.post("/show/flavor", json={"ram": 1024}, headers=headers)

@@ -13,11 +13,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.kudo.placement import Capacity
+from app.store.indexes import define_index
 from gen.scheduler import scheduler_pb2 as pb
 
 NODE = "scheduler.node"
 INSTANCE = "scheduler.instance"
+# Instances by the id of the image they run: the runtime view finds a pod's image history
+# without reading every instance.
+BY_IMAGE = "image"
 SUBNET = "scheduler.subnet"
 
 # States an instance still holds its node's capacity in (TERMINATED and FAILED release it).
@@ -183,3 +188,13 @@ class InstanceRecord:
             statusDescription=self.description,
             resource=self.resource(),
         )
+
+
+def _image_ids(data: bytes) -> list[str]:
+    try:
+        return [parse_reference(json.loads(data)["uri"]).id]
+    except InvalidReference:
+        return []
+
+
+define_index(INSTANCE, BY_IMAGE, _image_ids)

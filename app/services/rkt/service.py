@@ -31,7 +31,8 @@ import grpc
 from app import __version__, stream_position
 from app.callers import Role, current_caller
 from app.limits import MAX_FILTERS
-from app.services.kudo.records import INSTANCE, NODE, InstanceRecord, NodeRecord
+from app.services.kudo.images import InvalidReference, parse_reference
+from app.services.kudo.records import BY_IMAGE, INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
 from app.services.rkt.events import EventTranslator, images_present
 from app.services.rkt.images import Detail, image_of
@@ -40,7 +41,7 @@ from app.services.rkt.pods import pod_of
 from app.services.rkt.waiting import NextEvent
 from app.services.status import Violations, abort, abort_invalid, abort_store_error
 from app.shared_calls import SharedCalls
-from app.store import EventType, ObjectStore, StoreError
+from app.store import EventType, ObjectStore, Record, StoreError
 from gen.scheduler import scheduler_pb2 as spb
 from gen.v1alpha import api_pb2 as pb
 from gen.v1alpha import api_pb2_grpc as pb_grpc
@@ -123,14 +124,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
 
     async def _node_states(self) -> dict[str, str]:
         """Each registered node's state as pods show it (see :mod:`app.services.rkt.pods`)."""
-        states = {}
-        for record in await self.store.list(NODE):
-            node = NodeRecord.from_bytes(record.data)
-            if node.healthy:
-                states[node.id] = "READY"
-            else:
-                states[node.id] = "FAILED" if node.status == spb.FAILED else "NOT_READY"
-        return states
+        return _node_state(await self.store.list(NODE))
 
     async def _stream_start(self) -> tuple[int, list[InstanceRecord]]:
         """A revision and every instance as of it, for an event stream to start from.
@@ -191,8 +185,15 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             found.add("id", "is required (the pod id)")
             await abort_invalid(context, found)
         instance, _ = await self._pod_instance(request.id, context)
-        imports = {k: at for k, (_, at) in self._images(await self._instances()).items()}
-        nodes = await self._node_states()
+        # Index reads: the instances that ran this pod's image, and its node's record.
+        try:
+            sharing = await self.store.list_where(INSTANCE, BY_IMAGE, image_id(instance))
+            node = await self.store.get(NODE, instance.node) if instance.node else None
+        except StoreError as exc:
+            await abort_store_error(context, exc)
+        instances = [i for r in sharing if _visible(i := InstanceRecord.from_bytes(r.data))]
+        imports = {k: at for k, (_, at) in self._images(instances).items()}
+        nodes = {} if node is None else _node_state([node])
         return pb.InspectPodResponse(pod=pod_of(instance, Detail.FULL, imports, nodes))
 
     async def ListImages(
@@ -318,3 +319,23 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
                     yield pb.GetLogsResponse(lines=[line.text for line in new])
         finally:
             self.open_streams -= 1
+
+
+def _node_state(records: list[Record]) -> dict[str, str]:
+    """The state of each node of ``records`` as pods show it."""
+    states = {}
+    for record in records:
+        node = NodeRecord.from_bytes(record.data)
+        if node.healthy:
+            states[node.id] = "READY"
+        else:
+            states[node.id] = "FAILED" if node.status == spb.FAILED else "NOT_READY"
+    return states
+
+
+def image_id(instance: InstanceRecord) -> str:
+    """The id of the image ``instance`` runs ("" if its reference does not parse)."""
+    try:
+        return parse_reference(instance.uri).id
+    except InvalidReference:
+        return ""

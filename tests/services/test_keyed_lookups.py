@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, insert
 
-from app.services.edge import kinds
+from app.services.edge import key_index, kinds
 from app.services.kudo.placement import Capacity
 from app.services.kudo.records import BY_IMAGE, INSTANCE, InstanceRecord
 from app.services.rkt.service import image_id
 from app.store import ObjectStore
 from app.store.tables import ObjectIndex, StoredObject, core_table, utc_now
 from gen.cnct.kaas.api import api_pb2
-from gen.edgeproto import flavor_pb2
+from gen.edgeproto import cloudlet_pb2, flavor_pb2, operator_pb2
 from tests.harness import run, running
 
 CLUSTER_KIND = "kaas.cluster"
@@ -73,6 +73,18 @@ def _insert_all(conn: Connection, count: int) -> None:
     # Instances: each runs an image of its own, except the last two, which share one.
     instances = [_instance(n, f"docker://example/app-{min(n, count - 2)}:1") for n in range(count)]
     rows += [(INSTANCE, i.id, i.to_bytes()) for i in instances]
+    # Cloudlets of one operator each: a Show naming the operator alone is part of the key.
+    cloudlets = [
+        cloudlet_pb2.Cloudlet(
+            key=cloudlet_pb2.CloudletKey(
+                operator_key=operator_pb2.OperatorKey(name=f"op-{n:05}"), name=f"cl-{n:05}"
+            )
+        )
+        for n in range(count)
+    ]
+    rows += [
+        (kinds.CLOUDLET.kind, kinds.CLOUDLET.store_key(c), c.SerializeToString()) for c in cloudlets
+    ]
     conn.execute(
         insert(core_table(StoredObject)),
         [
@@ -89,9 +101,12 @@ def _insert_all(conn: Connection, count: int) -> None:
     )
     conn.execute(
         insert(core_table(ObjectIndex)),
-        [
-            {"kind": INSTANCE, "name": BY_IMAGE, "value": image_id(i), "key": i.id}
-            for i in instances
+        [{"kind": INSTANCE, "name": BY_IMAGE, "value": image_id(i), "key": i.id} for i in instances]
+        + [
+            {"kind": kinds.CLOUDLET.kind, "name": key_index.INDEX, "value": v, "key": key}
+            for c in cloudlets
+            for key in [kinds.CLOUDLET.store_key(c)]
+            for v in key_index.entries(c.key)
         ],
     )
 
@@ -158,7 +173,17 @@ def test_keyed_lookups_read_one_row_however_many_objects_are_stored(
                 reply = await server.http.get(f"/v1/runtime/pods/{last}", headers=headers)
                 assert reply.status_code == 200, reply.text
 
+            async def show_cloudlets_of_operator() -> None:  # part of the key: the index
+                reply = await server.http.post(
+                    "/show/cloudlet",
+                    json={"key": {"operator_key": {"name": "op-00007"}}},
+                    headers=headers,
+                )
+                assert reply.status_code == 200, reply.text
+                assert reply.text.count("cl-00007") == 1
+
             assert await _rows_for(show_flavor) == 1
+            assert await _rows_for(show_cloudlets_of_operator) == 1
             assert await _rows_for(get_cluster) == 1
             assert await _rows_for(stop_instance) == 1
             # The pod itself, then the two instances that ran its image.

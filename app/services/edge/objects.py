@@ -30,7 +30,7 @@ import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.services.edge import crm, references
+from app.services.edge import crm, key_index, references
 from app.services.edge.fields import apply, matches, update_paths
 from app.services.edge.progress import (
     CO,
@@ -215,9 +215,12 @@ class EdgeObjects:
     async def show(self, kind: k.EdgeType, request: Message) -> list[Any]:
         """Every stored object matching the request's non-empty fields, in key order."""
         key = kind.key_of(request)
+        entry = key_index.entry_for(key)
         if k.is_whole_key(key):  # a primary-key read instead of a scan of the kind
             found = await self.store.get(kind.kind, k.key_string(key))
             records = [] if found is None else [found]
+        elif entry is not None:  # part of the key: the objects holding one of its values
+            records = await self.store.list_where(kind.kind, key_index.INDEX, entry)
         else:
             records = await self.store.list(kind.kind)
         return [

@@ -24,17 +24,9 @@ from typing import Any
 
 import httpx
 
+# The module, not its names: run.py imports this one for its hook.
+from tests.bench import run as bench
 from tests.bench.paced_load import paced_gets
-from tests.bench.run import (
-    CLUSTER,
-    CREATE_LUA,
-    Processes,
-    Server,
-    _k8s_version,
-    _load_cpus,
-    portico,
-    wrk,
-)
 
 BACKLOG = 1_000
 BACKLOG_CONCURRENCY = 64
@@ -45,22 +37,24 @@ BACKLOG_TIMEOUT = 120.0
 BACKLOG_ENV = {"PORTICO_SIM_STEP_SECONDS": "0.01"}
 
 
-def creates(server: Server, seconds: int, workers: int) -> dict[str, float]:
+def creates(server: bench.Server, seconds: int, workers: int) -> dict[str, float]:
     """(c): cluster creates from 64 connections for ``seconds``."""
-    template = json.dumps(dict(CLUSTER, name="c%d", k8s_version=_k8s_version(server)))
-    script = CREATE_LUA.replace("BODY_TEMPLATE", json.dumps(template))
-    return wrk(f"{server.http}/api/v1/cluster", seconds, server.token, _load_cpus(workers), script)
+    template = json.dumps(dict(bench.CLUSTER, name="c%d", k8s_version=bench._k8s_version(server)))
+    script = bench.CREATE_LUA.replace("BODY_TEMPLATE", json.dumps(template))
+    return bench.wrk(
+        f"{server.http}/api/v1/cluster", seconds, server.token, bench._load_cpus(workers), script
+    )
 
 
-async def backlog(server: Server) -> dict[str, Any]:
+async def backlog(server: bench.Server) -> dict[str, Any]:
     """(h): how long 1,000 new clusters take to reach RUNNING, and read latency meanwhile."""
     headers = {"authorization": f"Bearer {server.token}"}
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-    version = _k8s_version(server)
+    version = bench._k8s_version(server)
     async with httpx.AsyncClient(
         base_url=server.http, headers=headers, limits=limits, timeout=60
     ) as client:
-        body = dict(CLUSTER, name="bench-read", k8s_version=version)
+        body = dict(bench.CLUSTER, name="bench-read", k8s_version=version)
         (await client.post("/api/v1/cluster", json=body)).raise_for_status()
         read_url = f"{server.http}/api/v1/cluster?name=bench-read"
         idle = await _paced_for(client, read_url, IDLE_SECONDS)
@@ -105,7 +99,7 @@ async def _create_clusters(client: httpx.AsyncClient, version: str) -> int:
     async def caller() -> None:
         nonlocal failed
         for n in names:
-            body = dict(CLUSTER, name=f"backlog-{n}", k8s_version=version)
+            body = dict(bench.CLUSTER, name=f"backlog-{n}", k8s_version=version)
             try:
                 reply = await client.post("/api/v1/cluster", json=body)
             except httpx.HTTPError:
@@ -127,17 +121,42 @@ async def _running(client: httpx.AsyncClient) -> int:
     )
 
 
-def run_cases(processes: Processes, seconds: int, workers: int) -> dict[str, Any]:
-    """(c) and (h) with ``workers`` server processes, each on a fresh server."""
-    results: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as data, portico(processes, workers, Path(data)) as server:
-        results["c_create"] = creates(server, seconds, workers)
+def backlog_case(processes: bench.Processes, workers: int) -> dict[str, Any]:
+    """(h) on a fresh server with ``workers`` processes."""
     with (
         tempfile.TemporaryDirectory() as data,
-        portico(processes, workers, Path(data), env=BACKLOG_ENV) as server,
+        bench.portico(processes, workers, Path(data), env=BACKLOG_ENV) as server,
     ):
-        results["h_backlog"] = asyncio.run(backlog(server))
+        return asyncio.run(backlog(server))
+
+
+def run_cases(processes: bench.Processes, seconds: int, workers: int) -> dict[str, Any]:
+    """(c) and (h) with ``workers`` server processes, each on a fresh server."""
+    results: dict[str, Any] = {}
+    with (
+        tempfile.TemporaryDirectory() as data,
+        bench.portico(processes, workers, Path(data)) as server,
+    ):
+        results["c_create"] = creates(server, seconds, workers)
+    results["h_backlog"] = backlog_case(processes, workers)
     return results
+
+
+def table_lines(workers: int, run: dict[str, Any]) -> list[str]:
+    """(h)'s rows of the benchmark's measures table."""
+    if "h_backlog" not in run:
+        return []
+    backlog, idle = run["h_backlog"], run["h_backlog"]["reads_idle"]
+    during = backlog["reads_during"]
+    return [
+        f"| {workers} | (h) {backlog['clusters']:,} new clusters to RUNNING | "
+        f"{backlog['running']:,} in {backlog['clear_seconds']:.1f} s after the last create "
+        f"({backlog['create_seconds']:.1f} s to create them, {backlog['create_errors']} failed) |",
+        f"| {workers} | (h) reads meanwhile, {during['rate']:.0f}/s asked | p50 "
+        f"{during['p50_ms']:.1f} ms, p99 {during['p99_ms']:.1f} ms, max {during['max_ms']:.1f} "
+        f"ms; {during['delivered']:,} of {during['expected']:,} answered, {during['errors']} "
+        f"failed ({during['rate_reached']:.0f}/s reached); idle p99 {idle['p99_ms']:.1f} ms |",
+    ]
 
 
 def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
@@ -166,7 +185,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args()
-    processes = Processes()
+    processes = bench.Processes()
     try:
         results = run_cases(processes, args.seconds, args.workers)
     finally:

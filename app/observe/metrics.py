@@ -89,10 +89,12 @@ WRITE_LOCK_SECONDS = Histogram(
     ["lock"],
     buckets=STORE_BUCKETS,
 )
-GROUP_COMMIT_SIZE = Histogram(
-    "portico_store_group_commit_transactions",
-    "Write transactions that shared one database commit (one fsync): group commit.",
-    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+# Group commit: their ratio is how many write transactions share a commit (one fsync).
+GROUP_COMMITS = Counter(
+    "portico_store_group_commits", "Database commits of write transactions (one fsync each)."
+)
+GROUP_COMMITTED = Counter(
+    "portico_store_group_committed_transactions", "Write transactions those commits held."
 )
 EVENT_LOG_HEAD = Gauge(
     "portico_event_log_head_revision",

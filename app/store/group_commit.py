@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from app.observe.metrics import GROUP_COMMIT_SIZE, SWITCH, WRITE_LOCK_SECONDS
+from app.observe.metrics import GROUP_COMMITS, GROUP_COMMITTED, SWITCH, WRITE_LOCK_SECONDS
 from app.store.runner import TransactionRunner, call_mapped, execute
 
 # A transaction's own savepoint; the ones nested in it are numbered (TransactionRunner).
@@ -173,7 +173,8 @@ class GroupCommit:
             group.committed.set_exception(group.broken)
             return
         if SWITCH.recording and group.members:
-            GROUP_COMMIT_SIZE.observe(group.members)
+            GROUP_COMMITS.inc()
+            GROUP_COMMITTED.inc(group.members)
         group.committed.set_result(None)
 
     async def _commit_when_idle(self) -> None:

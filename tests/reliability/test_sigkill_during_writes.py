@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/confte
 
 WRITERS = 32
 ACKNOWLEDGED_BEFORE_KILL = 100
-GROUP_COMMIT = "portico_store_group_commit_transactions"
+COMMITS = "portico_store_group_commits_total"
+COMMITTED = "portico_store_group_committed_transactions_total"
 
 
 def test_acknowledged_creates_survive_a_sigkill(tmp_path: Path, store_url: str):
@@ -79,13 +80,8 @@ def test_acknowledged_creates_survive_a_sigkill(tmp_path: Path, store_url: str):
 def _transactions_per_commit(server: Server) -> float:
     """Write transactions per database commit so far, from the server's metrics."""
     text = httpx.get(f"{server.base_url}/metrics", timeout=30).text
-    values = {
-        name: float(value)
-        for name, value in (
-            line.split() for line in text.splitlines() if line.startswith(GROUP_COMMIT)
-        )
-    }
-    return values[f"{GROUP_COMMIT}_sum"] / values[f"{GROUP_COMMIT}_count"]
+    values = dict(line.split() for line in text.splitlines() if line.startswith("portico_store_g"))
+    return float(values[COMMITTED]) / float(values[COMMITS])
 
 
 def _operators(server: Server, token: str) -> set[str]:

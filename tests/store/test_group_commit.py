@@ -7,8 +7,9 @@ import asyncio
 import contextlib
 
 import pytest
+from prometheus_client import REGISTRY
 
-from app.observe.metrics import GROUP_COMMIT_SIZE, SWITCH
+from app.observe.metrics import SWITCH
 from app.store import AlreadyExists, ObjectStore
 
 WRITERS = 64
@@ -16,9 +17,9 @@ WRITERS = 64
 
 def _commits_and_transactions() -> tuple[float, float]:
     """How many group commits this process made so far, and how many transactions they held."""
-    samples = {s.name: s.value for metric in GROUP_COMMIT_SIZE.collect() for s in metric.samples}
-    prefix = "portico_store_group_commit_transactions"
-    return samples[f"{prefix}_count"], samples[f"{prefix}_sum"]
+    commits = REGISTRY.get_sample_value("portico_store_group_commits_total")
+    transactions = REGISTRY.get_sample_value("portico_store_group_committed_transactions_total")
+    return commits or 0.0, transactions or 0.0
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,7 @@ from app.services.kaas.records import (
     MACHINE,
     ClusterState,
     Slot,
+    cluster_records,
     desired_machines,
     key_of,
     machine_data,
@@ -410,11 +411,10 @@ class ClusterReconciler:
 
 async def _revisions(tx: Transaction, name: str) -> Seen | None:
     """The revisions of the cluster's status, spec and machines, as ``_Planned.seen`` holds them."""
-    status = await tx.get(CLUSTER, name)
-    spec = await tx.get(CLUSTER_SPEC, name)
-    if status is None or spec is None:
+    found = await cluster_records(tx, name)
+    if found is None:
         return None
-    machines = await tx.list(MACHINE, f"{name}/")
+    status, spec, machines = found
     return status.revision, spec.revision, frozenset((r.key, r.revision) for r in machines)
 
 

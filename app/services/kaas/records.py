@@ -90,13 +90,21 @@ class ClusterState:
         return self.spec.name
 
 
-async def load_cluster(reader: Reader, name: str) -> ClusterState | None:
-    """The cluster ``name``, or None if there is none."""
+async def cluster_records(reader: Reader, name: str) -> tuple[Record, Record, list[Record]] | None:
+    """The records of cluster ``name``: its status, its spec and its machines (None if none)."""
     status = await reader.get(CLUSTER, name)
     spec = await reader.get(CLUSTER_SPEC, name)
     if status is None or spec is None:
         return None
-    machines = await reader.list(MACHINE, f"{name}/")
+    return status, spec, await reader.list(MACHINE, f"{name}/")
+
+
+async def load_cluster(reader: Reader, name: str) -> ClusterState | None:
+    """The cluster ``name``, or None if there is none."""
+    found = await cluster_records(reader, name)
+    if found is None:
+        return None
+    status, spec, machines = found
     return ClusterState(
         spec.parse(api_pb2.CreateClusterMsg),
         status.parse(api_pb2.ClusterDetailItem),

@@ -99,7 +99,9 @@ class GroupCommit:
             raise
         ending = asyncio.ensure_future(self._end_turn(group, runner, ok=True))
         committed = await asyncio.shield(ending)
-        await committed
+        # Shielded: the group's outcome is every member's; one caller going away cancels
+        # only its own wait.
+        await asyncio.shield(committed)
 
     async def _acquire(self) -> None:
         started = time.perf_counter()

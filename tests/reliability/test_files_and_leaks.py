@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import sqlite3
@@ -47,8 +48,9 @@ def test_database_driver_messages_reach_the_log_not_the_caller(tmp_path, caplog)
     async def break_the_database_and_call() -> tuple[int, dict, str, grpc.aio.AioRpcError]:
         async with running(tmp_path) as server:
             token = await server.login()
-            with contextlib.closing(sqlite3.connect(tmp_path / "portico.db")) as db:
-                db.execute("DROP TABLE stored_object")
+            # On a thread: waiting for the write lock on the server's event loop would keep
+            # the server from ever committing what holds it.
+            await asyncio.to_thread(_drop_objects, tmp_path / "portico.db")
             reply = await server.http.get(
                 "/api/v1/cluster/list", headers={"authorization": f"Bearer {token}"}
             )
@@ -71,6 +73,11 @@ def test_database_driver_messages_reach_the_log_not_the_caller(tmp_path, caplog)
     logged = [r.getMessage() for r in caplog.records]
     for rid in (request_id, "rid-grpc"):
         assert any(rid in line and "no such table: stored_object" in line for line in logged)
+
+
+def _drop_objects(database: Path) -> None:
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        db.execute("DROP TABLE stored_object")
 
 
 def test_runtime_info_shows_no_local_paths(tmp_path):

@@ -98,3 +98,30 @@ def test_a_live_watch_gets_concurrent_writes_in_revision_order(with_store):
         assert [e.revision for e in seen] == sorted(r.revision for r in acknowledged)
 
     with_store(body)
+
+
+def test_a_caller_that_goes_away_before_its_group_commits_fails_no_other(with_store):
+    async def body(store: ObjectStore):
+        next_turn = asyncio.Event()
+
+        async def write(key: str, started: asyncio.Event | None = None) -> None:
+            async with store.transaction() as tx:
+                if started is not None:
+                    started.set()
+                await tx.create("Cluster", key, b"x")
+
+        first = asyncio.ensure_future(write("early"))
+        others = [asyncio.ensure_future(write("second"))]
+        others.append(asyncio.ensure_future(write("third", next_turn)))
+        others += [asyncio.ensure_future(write(f"c{i}")) for i in range(20)]
+        # The third turn has begun: the first's ended two turns ago, and it waits for the
+        # group's commit.
+        await next_turn.wait()
+        first.cancel()
+        await asyncio.gather(*others)  # every one acknowledged, none cancelled with it
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        # Its write was in the group, and committed with it.
+        assert len(await store.list("Cluster")) == 23
+
+    with_store(body, group_max_seconds=1.0)

@@ -43,7 +43,8 @@ def entry_for(key: Message) -> str | None:
     one: the most selective), or None when it names no indexed value."""
     leaves = entries(key)
     named = [leaf for leaf in leaves if leaf.split("=", 1)[0].rsplit(".", 1)[-1] == "name"]
-    return (named or leaves or [None])[0]
+    chosen = named or leaves
+    return chosen[0] if chosen else None
 
 
 def _indexer(kind: EdgeType) -> Callable[[bytes], list[str]]:

@@ -94,14 +94,21 @@ class GroupCommit:
         try:
             yield runner
         except BaseException:
-            # Shielded: the ending owns the lock and passes it on even if this caller goes.
-            await asyncio.shield(asyncio.ensure_future(self._end_turn(group, runner, ok=False)))
+            await self._close_turn(group, runner, ok=False)
             raise
-        ending = asyncio.ensure_future(self._end_turn(group, runner, ok=True))
-        committed = await asyncio.shield(ending)
+        committed = await self._close_turn(group, runner, ok=True)
         # Shielded: the group's outcome is every member's; one caller going away cancels
         # only its own wait.
         await asyncio.shield(committed)
+
+    async def _close_turn(
+        self, group: _Group, runner: TransactionRunner, *, ok: bool
+    ) -> asyncio.Future[None]:
+        if self._inline_steps and runner.settled:
+            # SQLite: nothing to wait for; the commit, if due, finishes in a callback.
+            return self._end_turn_now(group, runner, ok=ok)
+        # A task, shielded: the ending owns the lock, and must finish even if this caller goes.
+        return await asyncio.shield(asyncio.ensure_future(self._end_turn(group, runner, ok=ok)))
 
     async def _acquire(self) -> None:
         started = time.perf_counter()
@@ -130,10 +137,30 @@ class GroupCommit:
             self._group = _Group(conn, time.monotonic(), committed)
         return self._group
 
+    def _end_turn_now(
+        self, group: _Group, runner: TransactionRunner, *, ok: bool
+    ) -> asyncio.Future[None]:
+        """End a turn whose statements run inline, without awaiting: no task per write, and
+        nothing can interrupt it. The lock passes on now, or when the commit it starts is done."""
+        try:
+            if runner.opened and group.broken is None:
+                ending = ("RELEASE",) if ok else ("ROLLBACK TO", "RELEASE")
+                try:
+                    for verb in ending:
+                        call_mapped(runner.run_now, execute, f"{verb} SAVEPOINT {TURN_SAVEPOINT}")
+                except BaseException as error:
+                    group.broken = error  # the connection is unusable: the group cannot commit
+            self._counted(group, runner, ok=ok)
+        except BaseException:
+            self._lock.release()
+            raise
+        self._pass_on(group)
+        return group.committed
+
     async def _end_turn(
         self, group: _Group, runner: TransactionRunner, *, ok: bool
     ) -> asyncio.Future[None]:
-        """Close the turn's savepoint, commit the group if it is time, pass the lock on."""
+        """End a turn whose statements run on threads (PostgreSQL): as above, with awaits."""
         try:
             await runner.settle()
             if runner.opened and group.broken is None:
@@ -142,48 +169,68 @@ class GroupCommit:
                     for verb in ending:
                         await runner.run(execute, f"{verb} SAVEPOINT {TURN_SAVEPOINT}")
                 except BaseException as error:
-                    group.broken = error  # the connection is unusable: the group cannot commit
-            runner.conn = None  # over: tasks it started no longer join it (Database.joined)
-            if ok:
-                group.members += 1
-            if group.broken is not None or self._time_to_commit(group):
-                await self._finish(group)
-            return group.committed
-        finally:
+                    group.broken = error
+            self._counted(group, runner, ok=ok)
+        except BaseException:
+            self._lock.release()
+            raise
+        self._pass_on(group)
+        return group.committed
+
+    def _counted(self, group: _Group, runner: TransactionRunner, *, ok: bool) -> None:
+        runner.conn = None  # over: tasks it started no longer join it (Database.joined)
+        if ok:
+            group.members += 1
+
+    def _pass_on(self, group: _Group) -> None:
+        """Commit the group if it is time (the commit's end lets the next turn in), else let
+        the next turn in now."""
+        if group.broken is not None or self._time_to_commit(group, group.members):
+            self._start_commit(group)
+        else:
             self._lock.release()
 
-    def _time_to_commit(self, group: _Group) -> bool:
+    def _time_to_commit(self, group: _Group, members: int) -> bool:
         return (
             self._waiting == 0
-            or group.members >= self._max_members
+            or members >= self._max_members
             or time.monotonic() - group.opened >= self._max_seconds
         )
 
-    async def _finish(self, group: _Group) -> None:
-        """Commit the group (roll it back if broken) and tell its members."""
+    def _start_commit(self, group: _Group) -> None:
+        """Commit the group on a thread (roll it back if broken); when that is done, tell its
+        members and let the next turn in. A callback, not a task: no caller going away can
+        stop it halfway."""
         self._group = None
         commit = group.broken is None
+        done = asyncio.get_running_loop().run_in_executor(
+            self._executor, functools.partial(call_mapped, self._end, group.conn, commit)
+        )
+        done.add_done_callback(functools.partial(self._committed, group, commit))
+
+    def _committed(self, group: _Group, commit: bool, done: asyncio.Future[None]) -> None:
         try:
-            await asyncio.get_running_loop().run_in_executor(
-                self._executor, functools.partial(call_mapped, self._end, group.conn, commit)
-            )
-        except BaseException as error:
-            group.committed.set_exception(group.broken or error)
-            return
-        if not commit:
-            assert group.broken is not None
-            group.committed.set_exception(group.broken)
-            return
-        if SWITCH.recording and group.members:
-            GROUP_COMMITS.inc()
-            GROUP_COMMITTED.inc(group.members)
-        group.committed.set_result(None)
+            error = done.exception()
+            if error is not None or not commit:
+                group.committed.set_exception(group.broken or error or RuntimeError("rolled back"))
+                return
+            if SWITCH.recording and group.members:
+                GROUP_COMMITS.inc()
+                GROUP_COMMITTED.inc(group.members)
+            group.committed.set_result(None)
+        finally:
+            self._lock.release()
 
     async def _commit_when_idle(self) -> None:
         """Commit an open group that no turn is left to end (its next writer gave up)."""
-        async with self._lock:
-            if self._group is not None and self._waiting == 0:
-                await self._finish(self._group)
+        await self._lock.acquire()
+        group = self._group
+        if group is None or self._waiting:
+            self._lock.release()
+            return
+        self._start_commit(group)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(group.committed)
 
     async def close(self) -> None:
         """Commit whatever group is open (none is, unless a writer gave up mid-queue)."""

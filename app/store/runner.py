@@ -97,6 +97,10 @@ class TransactionRunner:
         async with self._step:
             return await self.run_sync(self._with_conn, fn, *args)
 
+    def run_now(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` at once, on this thread (inline steps only)."""
+        return self._with_conn(fn, *args)
+
     def savepoint_name(self) -> str:
         """A savepoint name not used before in this transaction."""
         return f"portico_{next(self._savepoints)}"
@@ -116,7 +120,13 @@ class TransactionRunner:
         # Shielded: if the caller is cancelled the thread still owns the connection until done.
         return await asyncio.shield(future)
 
+    @property
+    def settled(self) -> bool:
+        """Whether no step of this transaction is running on a thread."""
+        return self._pending is None or self._pending.done()
+
     async def settle(self) -> None:
         """Wait until no step of this transaction is still running on a thread."""
-        if self._pending is not None and not self._pending.done():
+        if not self.settled:
+            assert self._pending is not None
             await asyncio.wait([self._pending])

@@ -59,6 +59,20 @@ def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
             sse["expected"] > 0 and sse["delivered"] == sse["expected"]
             and sse["event_p99_ms"] < 100
         )  # fmt: skip
+    create = run.get("c_create", {})
+    if workers == 1 and "rps" in create:
+        met["(c) creates >= 2,500/s, p99 < 100 ms"] = (
+            create["rps"] >= 2500 and create["p99_ms"] < 100
+        )
+    backlog = run.get("i_backlog", {})
+    if "running" in backlog:
+        reads = backlog["reads_during"]
+        met["(i) 1,000-cluster backlog RUNNING in < 10 s"] = (
+            backlog["running"] == backlog["clusters"] and backlog["clear_seconds"] < 10
+        )
+        met["(i) reads during the backlog: p99 < 50 ms, none lost"] = (
+            reads["p99_ms"] < 50 and reads["delivered"] == reads["expected"]
+        )
     cases = [r for r in run.values() if isinstance(r, dict) and "errors" in r]
     met["no case had an error"] = all(r["errors"] == 0 and "failed" not in r for r in cases)
     return met

@@ -32,6 +32,7 @@ from tests.bench.cases import (
     WARM_OBJECTS,
     Bench,
     Case,
+    backlog,
     connect,
     create,
     grpc_unary,
@@ -54,6 +55,7 @@ CASES: list[Case] = [
     *grpc_unary.CASES,
     *sse.CASES,
     *create.CASES,
+    *backlog.CASES,
     *yardsticks.CASES,
     *proxy.CASES,
 ]
@@ -62,6 +64,7 @@ SERVERS: dict[str, dict[str, Any]] = {
     "unmetered": {"seed": WARM_OBJECTS, "metrics": False},
     "main": {"seed": WARM_OBJECTS},
     "cold": {"seed": COLD_OBJECTS},
+    "backlog": backlog.SERVER,
     "alone": {},  # no Portico: the case starts its own yardstick
 }
 LABELS = {case.key: case.label for case in CASES}

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,14 +128,23 @@ def seed_clusters(url: str, names: list[str]) -> None:
 
 @contextlib.contextmanager
 def portico(
-    processes: Processes, workers: int, *, seed: int = 0, metrics: bool = True
+    processes: Processes,
+    workers: int,
+    *,
+    seed: int = 0,
+    metrics: bool = True,
+    prepare: Callable[[Path], None] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Server]:
     """``portico serve`` with ``workers`` workers on a fresh SQLite store of ``seed`` clusters
-    (named ``bench-00000``...); with one worker it runs on core 0."""
+    (named ``bench-00000``...), after ``prepare(data_dir)`` and with ``env`` added to its
+    environment; with one worker it runs on core 0."""
     with tempfile.TemporaryDirectory() as data:
         names = [f"bench-{i:05d}" for i in range(seed)]
         if names:
             seed_clusters(f"sqlite:///{Path(data) / 'portico.db'}", names)
+        if prepare is not None:
+            prepare(Path(data))
         http_port, grpc_port = free_port(), free_port()
         secret = secrets.token_urlsafe(48)
         env = {
@@ -149,6 +158,7 @@ def portico(
             "PORTICO_METRICS": "true" if metrics else "false",
             "PORTICO_MACHINE_IP_POOL": MACHINE_IP_POOL,
             "PORTICO_SIM_NODES": str(SIM_NODES),
+            **(env or {}),
         }
         started = time.perf_counter()
         process = processes.start(

@@ -128,14 +128,32 @@ class GroupCommit:
     async def _open(self) -> _Group:
         if self._group is None:
             loop = asyncio.get_running_loop()
-            conn = await loop.run_in_executor(
+            begun = loop.run_in_executor(
                 self._executor, functools.partial(call_mapped, self._begin)
             )
+            try:
+                conn = await asyncio.shield(begun)
+            except asyncio.CancelledError:
+                # The thread carries on and opens the write transaction: end it, or it would
+                # hold the database's write lock for as long as the connection lives.
+                begun.add_done_callback(self._abandon)
+                raise
             committed: asyncio.Future[None] = loop.create_future()
             # A group whose commit failed may have no caller left to hear it: never "unretrieved".
             committed.add_done_callback(_retrieve)
             self._group = _Group(conn, time.monotonic(), committed)
         return self._group
+
+    def _abandon(self, begun: asyncio.Future[Connection]) -> None:
+        """Roll back and close a transaction opened for a turn whose caller went away."""
+        if begun.cancelled() or begun.exception() is not None:
+            return
+        end = functools.partial(call_mapped, self._end, begun.result(), False)
+        try:
+            self._executor.submit(end).add_done_callback(lambda f: f.exception())
+        except RuntimeError:  # the executor is shut down (closing): a rollback does not wait
+            with contextlib.suppress(Exception):
+                end()
 
     def _end_turn_now(
         self, group: _Group, runner: TransactionRunner, *, ok: bool

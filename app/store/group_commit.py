@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -128,32 +129,19 @@ class GroupCommit:
     async def _open(self) -> _Group:
         if self._group is None:
             loop = asyncio.get_running_loop()
-            begun = loop.run_in_executor(
-                self._executor, functools.partial(call_mapped, self._begin)
-            )
+            opening = _Opening(self._begin, self._end)
             try:
-                conn = await asyncio.shield(begun)
+                conn = await loop.run_in_executor(self._executor, opening.begin)
             except asyncio.CancelledError:
-                # The thread carries on and opens the write transaction: end it, or it would
-                # hold the database's write lock for as long as the connection lives.
-                begun.add_done_callback(self._abandon)
+                # The thread may carry on and open the write transaction: it is ended, or it
+                # would hold the database's write lock for as long as the connection lives.
+                opening.abandon()
                 raise
             committed: asyncio.Future[None] = loop.create_future()
             # A group whose commit failed may have no caller left to hear it: never "unretrieved".
             committed.add_done_callback(_retrieve)
             self._group = _Group(conn, time.monotonic(), committed)
         return self._group
-
-    def _abandon(self, begun: asyncio.Future[Connection]) -> None:
-        """Roll back and close a transaction opened for a turn whose caller went away."""
-        if begun.cancelled() or begun.exception() is not None:
-            return
-        end = functools.partial(call_mapped, self._end, begun.result(), False)
-        try:
-            self._executor.submit(end).add_done_callback(lambda f: f.exception())
-        except RuntimeError:  # the executor is shut down (closing): a rollback does not wait
-            with contextlib.suppress(Exception):
-                end()
 
     def _end_turn_now(
         self, group: _Group, runner: TransactionRunner, *, ok: bool
@@ -258,3 +246,34 @@ class GroupCommit:
 def _retrieve(future: asyncio.Future[None]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+class _Opening:
+    """A group's transaction being opened on a thread, for a caller that may go away meanwhile:
+    whichever of the thread and the caller comes second ends the transaction."""
+
+    def __init__(
+        self, begin: Callable[[], Connection], end: Callable[[Connection, bool], None]
+    ) -> None:
+        self._begin = begin
+        self._end = end
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._conn: Connection | None = None
+
+    def begin(self) -> Connection:
+        conn = call_mapped(self._begin)
+        with self._lock:
+            if not self._abandoned:
+                self._conn = conn
+                return conn
+        call_mapped(self._end, conn, False)
+        raise asyncio.CancelledError
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            conn, self._conn = self._conn, None
+        if conn is not None:  # opened just before the caller went: a rollback does not wait
+            with contextlib.suppress(Exception):
+                call_mapped(self._end, conn, False)

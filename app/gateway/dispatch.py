@@ -20,10 +20,10 @@ from app.gateway.invoker import (
     Call,
     Request,
     admit,
-    loop_time,
     new_call,
     stream_ending,
     unary_reply,
+    until_deadline,
 )
 from app.gateway.stages import Stages
 from app.gateway.stream_response import StreamResponse
@@ -160,9 +160,7 @@ class RpcDispatcher:
             _resume_from_last_event(call.headers)
             replies = self.stages.invoker.stream(call, request)
             response.open()
-            async with asyncio.timeout_at(
-                None if context.deadline is None else loop_time(context.deadline)
-            ):
+            async with until_deadline(context):
                 async for reply in replies:
                     rendered = self.stages.transcoder.reply_json(match.plan, reply, streamed=True)
                     await response.frame(rendered, stream_position.last_event())

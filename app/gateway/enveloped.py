@@ -20,7 +20,7 @@ from app.gateway.envelopes import COMPRESSED, gunzip, read_envelopes
 from app.gateway.errors import BadRequest, GatewayError
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, Request, admit, loop_time, stream_ending
+from app.gateway.invoker import Call, Request, admit, stream_ending, until_deadline
 from app.gateway.stages import Stages
 from app.gateway.wire_codecs import WireCodec
 
@@ -98,8 +98,7 @@ async def _run(
             await send({"type": "http.response.body", "body": body, "more_body": True})
         else:
             replies = stages.invoker.stream(call, request)
-            deadline = None if context.deadline is None else loop_time(context.deadline)
-            async with asyncio.timeout_at(deadline):
+            async with until_deadline(context):
                 async for reply in replies:
                     if not started:
                         await start()

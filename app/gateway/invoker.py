@@ -214,6 +214,12 @@ def stream_ending(call: Call, streams: OpenStreams, exc: BaseException) -> Gatew
     return stream_failure(call, streams, exc)
 
 
+def until_deadline(context: GatewayContext) -> asyncio.Timeout:
+    """A stream's deadline as an asyncio timeout (one that never fires without a deadline)."""
+    deadline = context.deadline
+    return asyncio.timeout_at(None if deadline is None else loop_time(deadline))
+
+
 def loop_time(deadline: float) -> float:
     # Deadlines are time.monotonic() values; the loop clock may differ.
     return asyncio.get_running_loop().time() + (deadline - time.monotonic())

@@ -15,6 +15,7 @@ import fcntl
 import functools
 import hashlib
 import itertools
+import logging
 import os
 import sqlite3
 import time
@@ -40,6 +41,9 @@ T = TypeVar("T")
 # Inline reads run on the event loop, so they must never wait for a lock: a busy database
 # (a checkpoint, another process's recovery) sends them to the pool instead.
 _INLINE_BUSY_TIMEOUT = 0.0
+# How long closing waits for a write turn to end before it closes regardless.
+CLOSE_WAIT_SECONDS = 5.0
+log = logging.getLogger("portico.store")
 _DATABASE_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("database")
 
 # The transaction every store call of this task joins, while :meth:`Database.ambient` runs one
@@ -220,8 +224,18 @@ class Database:
             conn.close()
 
     async def close(self) -> None:
-        """Wait for running work, then close every connection."""
-        await self._group.close()
+        """Wait for running work, then close every connection.
+
+        The wait for a writer's turn is bounded: a writer whose task was abandoned while
+        holding it must not keep the store (and the server stopping) open forever; the
+        commits already running on threads are still waited for below."""
+        try:
+            async with asyncio.timeout(CLOSE_WAIT_SECONDS):
+                await self._group.close()
+        except TimeoutError:
+            log.warning(
+                "closing the store: a write turn did not end within %ss", CLOSE_WAIT_SECONDS
+            )
         self._closed = True
         await asyncio.get_running_loop().run_in_executor(None, self.close_now)
 

@@ -224,11 +224,13 @@ class Database:
             conn.close()
 
     async def close(self) -> None:
-        """Wait for running work, then close every connection.
+        """Refuse new calls, let the writers already queued take their turns, then close every
+        connection.
 
-        The wait for a writer's turn is bounded: a writer whose task was abandoned while
-        holding it must not keep the store (and the server stopping) open forever; the
-        commits already running on threads are still waited for below."""
+        The wait for those turns is bounded: a caller holding a transaction open across an
+        await that never returns must not keep the store (and the server stopping) open for
+        ever; the commits already running on threads are still waited for below."""
+        self._closed = True  # no new writer queues from now on
         try:
             async with asyncio.timeout(CLOSE_WAIT_SECONDS):
                 await self._group.close()
@@ -236,7 +238,6 @@ class Database:
             log.warning(
                 "closing the store: a write turn did not end within %ss", CLOSE_WAIT_SECONDS
             )
-        self._closed = True
         await asyncio.get_running_loop().run_in_executor(None, self.close_now)
 
     def close_now(self) -> None:

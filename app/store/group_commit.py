@@ -209,9 +209,21 @@ class GroupCommit:
         stop it halfway."""
         self._group = None
         commit = group.broken is None
-        done = asyncio.get_running_loop().run_in_executor(
-            self._executor, functools.partial(call_mapped, self._end, group.conn, commit)
-        )
+        loop = asyncio.get_running_loop()
+        try:
+            done = loop.run_in_executor(
+                self._executor, functools.partial(call_mapped, self._end, group.conn, commit)
+            )
+        except RuntimeError as error:
+            # The executor is shut down (the store closed under this group): end the
+            # transaction here, a rollback that does not wait, and fail its members, rather
+            # than leave it holding the write lock and the next writers waiting for ever.
+            with contextlib.suppress(Exception):
+                call_mapped(self._end, group.conn, False)
+            group.broken = group.broken or error
+            done = loop.create_future()
+            done.set_exception(error)
+            commit = False
         done.add_done_callback(functools.partial(self._committed, group, commit))
 
     def _committed(self, group: _Group, commit: bool, done: asyncio.Future[None]) -> None:
@@ -239,8 +251,17 @@ class GroupCommit:
             await asyncio.shield(group.committed)
 
     async def close(self) -> None:
-        """Commit whatever group is open (none is, unless a writer gave up mid-queue)."""
-        await self._commit_when_idle()
+        """Wait for the turns of every writer queued so far, then commit the group they leave
+        open. The caller refuses new writers first: the lock is taken in order, so once this
+        holds it, no writer is left."""
+        await self._lock.acquire()
+        group = self._group
+        if group is None:
+            self._lock.release()
+            return
+        self._start_commit(group)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(group.committed)
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

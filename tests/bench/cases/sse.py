@@ -66,24 +66,25 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
         assert listener.stdout is not None and listener.stdin is not None
         listener.stdout.readline()  # every subscription has its status line (or failed)
         settle(server.http)  # the opening of a thousand streams is over before changes start
-        starts, made, failed, window = make_changes(client, ids, seconds)
+        starts, made, failures, window = make_changes(client, ids, seconds)
         time.sleep(DRAIN_SECONDS)  # let the last changes reach every subscriber
         out, _ = listener.communicate(b"stop\n", timeout=60)
     finally:
         client.close()
     result = json.loads(out)
-    return summarise(result, starts, made, failed, window)
+    return summarise(result, starts, made, failures, window)
 
 
 def make_changes(
     client: httpx.Client, ids: list[str], seconds: float
-) -> tuple[dict[str, list[float]], int, int, tuple[float, float]]:
+) -> tuple[dict[str, list[float]], int, dict[str, int], tuple[float, float]]:
     """Stop a running instance and start a stopped one in turn, paced (the first half of
     ``ids`` runs, the second half is stopped, and they swap every round); the moments each
-    instance's Starts were sent, how many calls succeeded and failed, and when it began and
-    ended."""
+    instance's Starts were sent, how many calls succeeded, how many failed for each reason
+    (verb, status and message), and when it began and ended."""
     starts: dict[str, list[float]] = {}
     made = failed = 0
+    reasons: Counter[str] = Counter()
     half = len(ids) // 2
     first, second = ids[:half], ids[half:]
     order: list[tuple[str, str]] = []
@@ -95,24 +96,29 @@ def make_changes(
     while (at := time.time()) < began + seconds:
         verb, instance_id = next(toggles)
         try:
-            ok = client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={}).is_success
-        except httpx.HTTPError:
+            reply = client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={})
+            ok = reply.is_success
+            if not ok:
+                reasons[f"{verb}: {reply.status_code} {_message(reply)}"] += 1
+        except httpx.HTTPError as error:
             ok = False
+            reasons[f"{verb}: {type(error).__name__}"] += 1
         made += ok
         failed += not ok
         if ok and verb == "start":
             starts.setdefault(instance_id, []).append(at)
         time.sleep(max(0.0, at + 1 / CHANGES_PER_SECOND - time.time()))
-    return starts, made, failed, (began, time.time())
+    return starts, made, dict(reasons), (began, time.time())
 
 
 def summarise(
     result: dict[str, Any],
     starts: dict[str, list[float]],
     made: int,
-    failed: int,
+    failures: dict[str, int],
     window: tuple[float, float],
 ) -> dict[str, Any]:
+    failed = sum(failures.values())
     subscribers = len(result["arrivals"])
     open_count = len(result["ttfb_s"])
     expected = sum(map(len, starts.values())) * open_count
@@ -131,6 +137,7 @@ def summarise(
         "ttfb_p99_ms": percentile(ttfb, 0.99) * 1000,
         "changes_made": made,
         "change_errors": failed,
+        "change_failures": failures,
         "changes_per_second": made / elapsed if elapsed else math.nan,
         "expected": expected,
         "delivered": len(delays),
@@ -223,11 +230,24 @@ def describe(r: dict[str, Any]) -> str:
     return (
         f"{r['open']} of {r['subscribers']} open ({r['refused']} refused), TTFB p50 "
         f"{r['ttfb_p50_ms']:.1f} ms, p99 {r['ttfb_p99_ms']:.1f} ms; {r['changes_made']} changes "
-        f"at {r['changes_per_second']:.1f}/s ({r['change_errors']} calls failed); delivered "
+        f"at {r['changes_per_second']:.1f}/s ({r['change_errors']} calls failed"
+        f"{_reasons(r.get('change_failures', {}))}); delivered "
         f"{r['delivered']:,} of {r['expected']:,} expected, event p50 {r['event_p50_ms']:.1f} ms, "
         f"p99 {r['event_p99_ms']:.1f} ms; {r['subscribers_missing_events']} subscribers missed "
         f"any of the {r['events_checked_each']:,} events from the first Start to the last"
     )
+
+
+def _reasons(failures: dict[str, int]) -> str:
+    return "".join(f"; {count} x {reason}" for reason, count in sorted(failures.items()))
+
+
+def _message(reply: httpx.Response) -> str:
+    """The Status message of a refused call, cut short (it names what was refused)."""
+    try:
+        return str(reply.json().get("message", ""))[:80]
+    except ValueError:
+        return reply.text[:80]
 
 
 CASES = [Case(f"sse_{n}", f"SSE {n:,} subscribers", "main", _sse(n), describe) for n in (100, 1000)]

@@ -1,8 +1,9 @@
 """The OpenAPI 3.1 document of every RPC, from the descriptors and the router's JSON options.
 
 Operations come from the same binding plans the router compiles (:mod:`app.gateway.http_rules`),
-schemas from the message descriptors in their proto3 JSON form (:mod:`app.gateway.codec`), and
-descriptions from the comments in a descriptor set compiled with ``--include_source_info``.
+schemas from the message descriptors in their proto3 JSON form (:mod:`app.gateway.openapi_schemas`),
+and descriptions from the comments in a descriptor set compiled with ``--include_source_info``
+(:mod:`app.gateway.proto_comments`).
 
 A path variable becomes one OpenAPI path parameter named after its field path, so
 ``/v1/{name=shelves/*}`` is ``/v1/{name}``: OpenAPI templates cannot match several segments, so a
@@ -11,19 +12,16 @@ variable whose pattern spans segments carries a ``pattern`` and is sent with its
 
 from __future__ import annotations
 
-import copy
 import os
 import re
-import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from google.protobuf import descriptor, descriptor_pb2
+from google.protobuf import descriptor
 from google.rpc import status_pb2
 
-from app.gateway.codec import JsonOptions, map_entry, message_descriptor
+from app.gateway.codec import JsonOptions, message_descriptor
 from app.gateway.http_rules import (
     BindingPlan,
     Variable,
@@ -34,95 +32,41 @@ from app.gateway.http_rules import (
 from app.gateway.idempotency import idempotency_parameter, is_mutating
 from app.gateway.openapi_rules import (
     call_rules,
-    constrain,
-    decimal_pattern,
     element,
     field_rule,
     not_zero,
-    note,
     overlay,
     required_names,
 )
+from app.gateway.openapi_schemas import (
+    STATUS,
+    WRAPPERS,
+    Schema,
+    Schemas,
+    is_map,
+    is_well_known,
+    ref,
+)
+from app.gateway.proto_comments import source_comments
 from app.gateway.registry import Method, Registry
 
-Schema = dict[str, Any]
 PublicMethods = Callable[[Method], bool]
 
 OPENAPI_VERSION = "3.1.0"
-STATUS = status_pb2.Status.DESCRIPTOR.full_name
 SECURITY_SCHEME = "bearerAuth"
 NDJSON = "application/x-ndjson"
 SSE = "text/event-stream"
 JSON = "application/json"
 ERROR_STATUSES = ("4XX", "5XX")  # every error, whatever its HTTP status, is a google.rpc.Status
 
-_F = descriptor.FieldDescriptor
-# The patterns say the range too: json_format refuses a value that does not fit.
-_INT64 = {"type": "string", "format": "int64", "pattern": decimal_pattern(-(2**63), 2**63 - 1)}
-_UINT64 = {"type": "string", "format": "uint64", "pattern": decimal_pattern(0, 2**64 - 1)}
-_INT32 = {"type": "integer", "format": "int32", "minimum": -(2**31), "maximum": 2**31 - 1}
-# Unsigned 32-bit values exceed int32: their own format, and the range says how far.
-_UINT32 = {"type": "integer", "format": "uint32", "minimum": 0, "maximum": 2**32 - 1}
-# proto3 JSON writes the non-finite doubles as these strings (and reads them back).
-_NON_FINITE = {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}
-_SCALARS: dict[int, Schema] = {
-    _F.TYPE_DOUBLE: {"oneOf": [{"type": "number", "format": "double"}, _NON_FINITE]},
-    _F.TYPE_FLOAT: {"oneOf": [{"type": "number", "format": "float"}, _NON_FINITE]},
-    # 64-bit integers are JSON strings (proto3 JSON mapping): no double can hold them.
-    _F.TYPE_INT64: _INT64,
-    _F.TYPE_SINT64: _INT64,
-    _F.TYPE_SFIXED64: _INT64,
-    _F.TYPE_UINT64: _UINT64,
-    _F.TYPE_FIXED64: _UINT64,
-    _F.TYPE_INT32: _INT32,
-    _F.TYPE_SINT32: _INT32,
-    _F.TYPE_SFIXED32: _INT32,
-    _F.TYPE_UINT32: _UINT32,
-    _F.TYPE_FIXED32: _UINT32,
-    _F.TYPE_BOOL: {"type": "boolean"},
-    _F.TYPE_STRING: {"type": "string"},
-    _F.TYPE_BYTES: {"type": "string", "format": "byte"},
-}
-_WRAPPERS = frozenset(
-    f"google.protobuf.{name}Value"
-    for name in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
-)
-_ANY: Schema = {
-    "type": "object",
-    "description": "Any message, with its type URL in `@type` and its fields beside it.",
-    "properties": {"@type": {"type": "string"}},
-    "required": ["@type"],
-    "additionalProperties": True,
-}
-_WELL_KNOWN: dict[str, Schema] = {
-    "google.protobuf.Timestamp": {"type": "string", "format": "date-time"},
-    "google.protobuf.Duration": {
-        "type": "string",
-        "pattern": r"^-?[0-9]+(\.[0-9]{1,9})?s$",
-        "description": "A duration in seconds with up to nine fractional digits, like `1.5s`.",
-    },
-    "google.protobuf.FieldMask": {
-        "type": "string",
-        "description": "Comma-separated field paths in lowerCamelCase, like `name,labels`.",
-    },
-    "google.protobuf.Struct": {"type": "object", "additionalProperties": True},
-    "google.protobuf.Value": {"description": "Any JSON value."},
-    "google.protobuf.ListValue": {"type": "array", "items": {}},
-    "google.protobuf.Empty": {"type": "object"},
-    "google.protobuf.Any": _ANY,
-}
 _QUERY_WKTS = frozenset(
     {
         "google.protobuf.Timestamp",
         "google.protobuf.Duration",
         "google.protobuf.FieldMask",
         "google.protobuf.Value",
-        *_WRAPPERS,
+        *WRAPPERS,
     }
-)
-_STATUS_DESCRIPTION = (
-    "An error: a google.rpc.Code number, a developer-facing message, and details such as "
-    "google.rpc.BadRequest field violations."
 )
 
 
@@ -140,7 +84,7 @@ def openapi_document(
     ``descriptor_set`` (a path or bytes, compiled with source info) supplies the descriptions.
     """
     comments = source_comments(descriptor_set) if descriptor_set is not None else {}
-    schemas = _Schemas(json_options, comments)
+    schemas = Schemas(json_options, comments)
     paths = _Paths()
     for method in registry:
         for plan, operation_id in _plans_with_ids(method, paths.operation_ids):
@@ -194,247 +138,8 @@ def _info(options: JsonOptions) -> str:
 def _error_response() -> dict[str, Any]:
     return {
         "description": "The call failed: a google.rpc.Status with the mapped HTTP status.",
-        "content": {JSON: {"schema": _ref(STATUS)}},
+        "content": {JSON: {"schema": ref(STATUS)}},
     }
-
-
-# -- descriptions from source info --------------------------------------------------------------
-
-
-def source_comments(descriptor_set: str | os.PathLike[str] | bytes) -> dict[str, str]:
-    """Comments by full name (enum values as ``Enum.VALUE``) from a descriptor set's source info."""
-    data = descriptor_set
-    if not isinstance(data, bytes):
-        data = Path(data).read_bytes()
-    files = descriptor_pb2.FileDescriptorSet.FromString(data).file
-    found: dict[str, str] = {}
-    for file in files:
-        by_path = {tuple(loc.path): _comment(loc) for loc in file.source_code_info.location}
-        for name, path in _elements(file):
-            text = by_path.get(path)
-            if text:
-                found[name] = text
-    return found
-
-
-def _comment(location: descriptor_pb2.SourceCodeInfo.Location) -> str:
-    text = location.leading_comments or location.trailing_comments
-    return textwrap.dedent(text).strip()
-
-
-def _elements(file: descriptor_pb2.FileDescriptorProto) -> Iterator[tuple[str, tuple[int, ...]]]:
-    """(full name, source path) of every message, field, enum, value, service and method."""
-    prefix = f"{file.package}." if file.package else ""
-    for index, message in enumerate(file.message_type):
-        yield from _message_elements(message, prefix, (4, index))
-    for index, enum in enumerate(file.enum_type):
-        yield from _enum_elements(enum, prefix, (5, index))
-    for index, service in enumerate(file.service):
-        name = prefix + service.name
-        yield name, (6, index)
-        for m_index, method in enumerate(service.method):
-            yield f"{name}.{method.name}", (6, index, 2, m_index)
-
-
-def _message_elements(
-    message: descriptor_pb2.DescriptorProto, prefix: str, path: tuple[int, ...]
-) -> Iterator[tuple[str, tuple[int, ...]]]:
-    name = prefix + message.name
-    yield name, path
-    for index, field_proto in enumerate(message.field):
-        yield f"{name}.{field_proto.name}", (*path, 2, index)
-    for index, nested in enumerate(message.nested_type):
-        yield from _message_elements(nested, f"{name}.", (*path, 3, index))
-    for index, enum in enumerate(message.enum_type):
-        yield from _enum_elements(enum, f"{name}.", (*path, 4, index))
-
-
-def _enum_elements(
-    enum: descriptor_pb2.EnumDescriptorProto, prefix: str, path: tuple[int, ...]
-) -> Iterator[tuple[str, tuple[int, ...]]]:
-    name = prefix + enum.name
-    yield name, path
-    for index, value in enumerate(enum.value):
-        yield f"{name}.{value.name}", (*path, 2, index)
-
-
-# -- schemas ------------------------------------------------------------------------------------
-
-
-def _ref(full_name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{full_name}"}
-
-
-@dataclass
-class _Schemas:
-    """Component schemas, added as operations and other schemas reference them."""
-
-    options: JsonOptions
-    comments: Mapping[str, str]
-    components: dict[str, Schema] = field(default_factory=dict)
-
-    def key(self, fd: descriptor.FieldDescriptor) -> str:
-        """The field's name in JSON under the router's options."""
-        return fd.name if self.options.proto_names else fd.json_name
-
-    def ref(self, desc: descriptor.Descriptor) -> Schema:
-        """A reference to a message's schema (or a well-known type's JSON form, inline)."""
-        if desc.full_name in _WELL_KNOWN:
-            return copy.deepcopy(_WELL_KNOWN[desc.full_name])
-        if desc.full_name in _WRAPPERS:
-            return self.scalar(desc.fields_by_name["value"])
-        if desc.full_name not in self.components:
-            self.components[desc.full_name] = {}  # placeholder first: messages may recurse
-            self.components[desc.full_name] = self.message(desc)
-        return _ref(desc.full_name)
-
-    def message(self, desc: descriptor.Descriptor, exclude: frozenset[str] = frozenset()) -> Schema:
-        """A message's JSON object schema, without the top-level fields in ``exclude``."""
-        schema: Schema = {"type": "object"}
-        text = self.comments.get(desc.full_name) or _status_text(desc)
-        oneofs = _real_oneofs(desc)
-        notes = [_oneof_note(o, self) for o in oneofs]
-        description = "\n\n".join(t for t in (text, *notes) if t)
-        if description:
-            schema["description"] = description
-        schema["properties"] = {
-            self.key(fd): self.field(fd) for fd in desc.fields if fd.name not in exclude
-        }
-        required = [n for n in required_names(desc, self.key) if n in schema["properties"]]
-        if required:
-            schema["required"] = required
-        if not self.options.ignore_unknown:
-            schema["additionalProperties"] = False  # unknown fields are refused with 400
-        return schema
-
-    def field(self, fd: descriptor.FieldDescriptor) -> Schema:
-        """A field's schema with its comment, oneof membership and deprecation."""
-        schema = self.constrained(fd)
-        notes = [self.comments.get(fd.full_name, ""), note(fd)]
-        oneof = fd.containing_oneof
-        if oneof is not None and oneof in _real_oneofs(oneof.containing_type):
-            others = ", ".join(f"`{self.key(f)}`" for f in oneof.fields)
-            notes.append(f"Part of oneof `{oneof.name}`: at most one of {others} is set.")
-        description = " ".join(n for n in notes if n)
-        if description:
-            schema["description"] = description
-        if fd.GetOptions().deprecated:
-            schema["deprecated"] = True
-        return schema
-
-    def constrained(self, fd: descriptor.FieldDescriptor) -> Schema:
-        """The field's value schema under its rule in app.field_rules (the servicers' rules)."""
-        schema = self.value(fd)
-        rule = field_rule(fd)
-        return schema if rule is None else constrain(schema, fd, rule)
-
-    def value(self, fd: descriptor.FieldDescriptor) -> Schema:
-        """The schema of a field's JSON value: maps, arrays, messages, enums or scalars."""
-        if _is_map(fd):
-            entry = map_entry(fd)
-            schema: Schema = {
-                "type": "object",
-                "additionalProperties": self.single(entry.fields_by_name["value"]),
-            }
-            key = entry.fields_by_name["key"]
-            if key.type != _F.TYPE_STRING:  # map keys are JSON strings of the key's type
-                schema["propertyNames"] = _map_key(key)
-            return schema
-        if fd.is_repeated:
-            return {"type": "array", "items": self.single(fd)}
-        return self.single(fd)
-
-    def single(self, fd: descriptor.FieldDescriptor) -> Schema:
-        """One (non-repeated) value of the field's type."""
-        if fd.message_type is not None:
-            return self.ref(fd.message_type)
-        if fd.enum_type is not None:
-            return self.enum(fd.enum_type)
-        return self.scalar(fd)
-
-    def scalar(self, fd: descriptor.FieldDescriptor) -> Schema:
-        """A scalar field's schema (a fresh copy, safe to annotate)."""
-        return copy.deepcopy(_SCALARS[fd.type])
-
-    def stream_item(self, output: str, response_body: str, reply: Schema) -> Schema:
-        """A reference to the schema of one line (or event) of a stream of ``output`` replies:
-        a component, so that a generated client has a type to read each line with."""
-        name = f"{output}{'.' + response_body if response_body else ''}.StreamItem"
-        if name not in self.components:
-            self.components[name] = {
-                "type": "object",
-                "description": (
-                    "One line of a stream: a reply in `result`, or in `error` the error that "
-                    "ended the stream (its last line). Exactly one of them is set."
-                ),
-                "properties": {"result": reply, "error": _ref(STATUS)},
-                "minProperties": 1,
-                "maxProperties": 1,
-                "additionalProperties": False,
-            }
-        return _ref(name)
-
-    def enum(self, desc: descriptor.EnumDescriptor) -> Schema:
-        """A reference to an enum's schema: a string enum of its value names."""
-        if desc.full_name == "google.protobuf.NullValue":
-            return {"type": "null"}
-        if desc.full_name not in self.components:
-            # Names on the way in and out; numbers are accepted too (proto3 enums are open:
-            # any number unless unknown input is refused, when only the enum's own).
-            names = {"type": "string", "enum": [v.name for v in desc.values]}
-            numbers: Schema = dict(_INT32)
-            if not self.options.ignore_unknown:  # a number the enum lacks is refused
-                numbers = {"type": "integer", "enum": sorted({v.number for v in desc.values})}
-            schema: Schema = {"anyOf": [names, numbers]}
-            lines = [self.comments.get(desc.full_name, "")]
-            for value in desc.values:
-                text = self.comments.get(f"{desc.full_name}.{value.name}")
-                if text:
-                    lines.append(f"- `{value.name}`: {' '.join(text.split())}")
-            description = "\n".join(line for line in lines if line).strip()
-            if description:
-                schema["description"] = description
-            self.components[desc.full_name] = schema
-        return _ref(desc.full_name)
-
-
-def _map_key(key: descriptor.FieldDescriptor) -> Schema:
-    """The JSON property-name schema of a map's non-string key (an integer or a bool)."""
-    if key.type == _F.TYPE_BOOL:
-        return {"enum": ["true", "false"]}
-    if key.type in (
-        _F.TYPE_INT64,
-        _F.TYPE_SINT64,
-        _F.TYPE_SFIXED64,
-        _F.TYPE_UINT64,
-        _F.TYPE_FIXED64,
-    ):
-        return {"pattern": _SCALARS[key.type]["pattern"]}
-    bounds = _SCALARS[key.type]
-    return {"pattern": decimal_pattern(bounds["minimum"], bounds["maximum"])}
-
-
-def _status_text(desc: descriptor.Descriptor) -> str:
-    return _STATUS_DESCRIPTION if desc.full_name == STATUS else ""
-
-
-def _oneof_note(oneof: descriptor.OneofDescriptor, schemas: _Schemas) -> str:
-    members = ", ".join(f"`{schemas.key(f)}`" for f in oneof.fields)
-    return f"Oneof `{oneof.name}`: at most one of {members}."
-
-
-def _real_oneofs(desc: descriptor.Descriptor) -> list[descriptor.OneofDescriptor]:
-    """Oneofs written in the .proto, without the synthetic ones of proto3 ``optional`` fields."""
-    proto = descriptor_pb2.DescriptorProto()
-    desc.CopyToProto(proto)
-    synthetic = {
-        f.oneof_index for f in proto.field if f.proto3_optional and f.HasField("oneof_index")
-    }
-    return [o for index, o in enumerate(desc.oneofs) if index not in synthetic]
-
-
-def _is_map(fd: descriptor.FieldDescriptor) -> bool:
-    return fd.message_type is not None and fd.is_repeated and fd.message_type.GetOptions().map_entry
 
 
 # -- operations ---------------------------------------------------------------------------------
@@ -464,7 +169,7 @@ def _operation(
     plan: BindingPlan,
     operation_id: str,
     parameters: list[Schema],
-    schemas: _Schemas,
+    schemas: Schemas,
     public: bool,
 ) -> Schema:
     method = plan.method
@@ -518,7 +223,7 @@ def _operation_description(plan: BindingPlan, comment: str) -> str:
     return "\n\n".join(lines)
 
 
-def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
+def _request_body(plan: BindingPlan, schemas: Schemas) -> Schema | None:
     method = plan.method
     input_desc = method.descriptor.input_type
     rules = call_rules(method.full_name)
@@ -560,7 +265,7 @@ def _request_body(plan: BindingPlan, schemas: _Schemas) -> Schema | None:
 
 
 def _narrowed(
-    schema: Schema, desc: descriptor.Descriptor, rules: Mapping[str, Any], schemas: _Schemas
+    schema: Schema, desc: descriptor.Descriptor, rules: Mapping[str, Any], schemas: Schemas
 ) -> tuple[Schema, bool]:
     """``schema`` with this RPC's own rules (app.field_rules.CALL_RULES) laid over it, and
     whether they require anything (so that an empty message is refused)."""
@@ -574,7 +279,7 @@ def _path_bound(plan: BindingPlan) -> frozenset[str]:
     return frozenset(".".join(f.name for f in fields) for _, fields in plan.path_fields)
 
 
-def _success(plan: BindingPlan, schemas: _Schemas) -> Schema:
+def _success(plan: BindingPlan, schemas: Schemas) -> Schema:
     method = plan.method
     output_desc = method.descriptor.output_type
     if plan.response_body:
@@ -624,7 +329,7 @@ class _Paths:
     operation_ids: set[str] = field(default_factory=set)
     shapes: dict[str, str] = field(default_factory=dict)  # path with names blanked → path
 
-    def place(self, plan: BindingPlan, schemas: _Schemas) -> tuple[str, list[Schema]]:
+    def place(self, plan: BindingPlan, schemas: Schemas) -> tuple[str, list[Schema]]:
         """The OpenAPI path of ``plan`` and its path parameters, distinct from those placed."""
         verb = plan.http_method.lower()
         parameters = _path_parameters(plan, schemas)
@@ -685,7 +390,7 @@ def _openapi_path(plan: BindingPlan, names: list[str], *, expand: bool = False) 
     return f"{path}:{plan.template.verb}" if plan.template.verb else path
 
 
-def _path_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
+def _path_parameters(plan: BindingPlan, schemas: Schemas) -> list[Schema]:
     """One required path parameter per template variable, named after its field path."""
     parameters = []
     for variable, fields in plan.path_fields:
@@ -710,7 +415,7 @@ def _path_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
     return parameters
 
 
-def _expanded_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
+def _expanded_parameters(plan: BindingPlan, schemas: Schemas) -> list[Schema]:
     """One path parameter per wildcard of each variable, for templates OpenAPI cannot tell apart."""
     parameters = []
     for variable, fields in plan.path_fields:
@@ -758,7 +463,7 @@ def _variable_regex(plan: BindingPlan, variable: Variable) -> str | None:
     return f"^{regex}$"
 
 
-def _query_parameters(plan: BindingPlan, schemas: _Schemas) -> list[Schema]:
+def _query_parameters(plan: BindingPlan, schemas: Schemas) -> list[Schema]:
     """Query parameters for the fields the path and body leave unbound (dotted for nested)."""
     if plan.body == "*" or plan.method.client_streaming:
         return []
@@ -780,23 +485,19 @@ def _query_fields(
     for fd in desc.fields:
         path = (*prefix, fd)
         name = ".".join(f.name for f in path)
-        if _is_map(fd) or any(name == b or name.startswith(b + ".") for b in bound):
+        if is_map(fd) or any(name == b or name.startswith(b + ".") for b in bound):
             continue
         message = fd.message_type
         if message is None or message.full_name in _QUERY_WKTS:
             if not is_bound(name, bound):
                 yield path
-        elif not fd.is_repeated and message.full_name not in seen and not _is_wkt(message):
+        elif not fd.is_repeated and message.full_name not in seen and not is_well_known(message):
             # Recursive messages stop at their first repetition.
             yield from _query_fields(message, path, bound, seen | {message.full_name})
 
 
-def _is_wkt(desc: descriptor.Descriptor) -> bool:
-    return desc.full_name in _WELL_KNOWN or desc.full_name in _WRAPPERS
-
-
 def _query_parameter(
-    fields: tuple[descriptor.FieldDescriptor, ...], schemas: _Schemas, rule: Any = None
+    fields: tuple[descriptor.FieldDescriptor, ...], schemas: Schemas, rule: Any = None
 ) -> Schema:
     """The query parameter of a field path; ``rule``: the RPC's own rule for it, if any."""
     fd = fields[-1]

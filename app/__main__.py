@@ -225,7 +225,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _serve(args: argparse.Namespace) -> None:
-    from app.main import serve
+    from app.serving import serve
 
     serve(_settings(args))
 

@@ -1,28 +1,19 @@
-"""Assembly: the only module that knows every part. Builds the server from settings and runs it."""
+"""Assembly: the only module that knows every part. Builds the server from settings
+(:mod:`app.serving` runs it, :mod:`app.jobs` is its background work)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import gc
 import logging
-import math
-import multiprocessing
-import os
 import secrets
-import shutil
-import signal
-import socket
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
 import grpc
-import uvicorn
 from starlette.types import ASGIApp
 
-from app import __version__
 from app.auth.gate import Gate
 from app.auth.passwords import PasswordHasher
 from app.auth.service import AuthService
@@ -30,23 +21,25 @@ from app.auth.tokens import TokenIssuer, load_secret
 from app.codegen import portico_openapi
 from app.config import ConfigurationError, Settings
 from app.gateway.codec import JsonOptions
-from app.gateway.connections import head_deadline_protocol
 from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server import create_server, start, stop
 from app.idempotency import StoredIdempotency
-from app.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
-from app.observe import local, tracing
+from app.jobs import (
+    Job,
+    compact_event_log,
+    forget_expired_idempotency_keys,
+    purge_expired_revocations,
+    run_while_leader,
+    sample_event_log,
+    supervised,
+)
+from app.listeners import PortBusy
+from app.observe import local
 from app.observe.calls import Telemetry, note_user
-from app.observe.exposition import serve_metrics
-from app.observe.logs import configure_logging
 from app.observe.metrics import (
-    EVENT_LOG_EVENTS,
-    EVENT_LOG_HEAD,
-    LEADER,
-    MULTIPROCESS_ENV,
     SWITCH,
 )
 from app.refusals import Rejected
@@ -60,8 +53,8 @@ from app.services.kudo.system import scheduler_system
 from app.services.rkt.service import RuntimeService, global_flags
 from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
-from app.store import AlreadyExists, LeaderElection, ObjectStore, make_private_folder
-from app.tls import check_tls_files, grpc_credentials, uvicorn_tls
+from app.store import AlreadyExists, ObjectStore, make_private_folder
+from app.tls import check_tls_files, grpc_credentials
 
 log = logging.getLogger("portico")
 
@@ -289,101 +282,6 @@ async def admit_caller(
     return caller
 
 
-# Background work: a coroutine that runs until cancelled, on the leader only.
-Job = Callable[[], Awaitable[None]]
-
-
-async def run_while_leader(store: ObjectStore, jobs: list[Job]) -> None:
-    """Run ``jobs`` whenever this process is the leader; stop them when it is deposed."""
-    election = LeaderElection(store)
-    campaign = asyncio.create_task(election.run())
-    try:
-        while True:
-            await election.wait_elected()
-            LEADER.set(1)
-            log.info("leader: starting %d background job(s)", len(jobs))
-            async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(supervised(job)) for job in jobs]
-                await election.wait_deposed()
-                LEADER.set(0)
-                log.warning("no longer the leader: stopping background work")
-                for task in tasks:
-                    task.cancel()
-    finally:
-        LEADER.set(0)
-        campaign.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await campaign
-
-
-async def supervised(job: Job, restart_delay: float = 1.0) -> None:
-    """Run ``job``; if it fails, log the traceback and run it again, so one bug stops nothing."""
-    while True:
-        try:
-            await job()
-        except Exception:
-            log.exception("background job %s failed; restarting it", getattr(job, "__name__", job))
-        await asyncio.sleep(restart_delay)
-
-
-def purge_expired_revocations(store: ObjectStore, every_seconds: float = 600.0) -> Job:
-    """A job that forgets revocations of tokens that have expired anyway, and failed-login
-    counts with nothing left to remember."""
-
-    async def purge() -> None:
-        while True:
-            removed = await store.purge_expired_revocations()
-            if removed:
-                log.info("forgot %d revocation(s) of expired tokens", removed)
-            await store.login_attempts.forget_stale()
-            await asyncio.sleep(every_seconds)
-
-    return purge
-
-
-def forget_expired_idempotency_keys(
-    idempotency: StoredIdempotency, every_seconds: float = 600.0
-) -> Job:
-    """A job that deletes idempotency records past their retention."""
-
-    async def forget() -> None:
-        while True:
-            removed = await idempotency.forget_expired()
-            if removed:
-                log.info("forgot %d expired idempotency key(s)", removed)
-            await asyncio.sleep(every_seconds)
-
-    return forget
-
-
-def compact_event_log(store: ObjectStore, every_seconds: float = 3600.0) -> Job:
-    """A job that drops events older than the retention (watches from before get OUT_OF_RANGE)."""
-
-    async def compact() -> None:
-        through = 0
-        while True:
-            now_through = await store.compact()
-            if now_through != through:
-                log.info("event log compacted through revision %d", now_through)
-                through = now_through
-            await asyncio.sleep(every_seconds)
-
-    return compact
-
-
-def sample_event_log(store: ObjectStore, every_seconds: float = 15.0) -> Job:
-    """A job that keeps the event log's size and head revision in the metrics."""
-
-    async def sample() -> None:
-        while True:
-            kept, head = await store.event_log_size()
-            EVENT_LOG_EVENTS.set(kept)
-            EVENT_LOG_HEAD.set(head)
-            await asyncio.sleep(every_seconds)
-
-    return sample
-
-
 async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: str) -> None:
     """On first start (no accounts at all), create ``admin``; never with a built-in password."""
     if await store.list_accounts():
@@ -410,160 +308,3 @@ async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: 
             "Keep it now: it will not be shown again.\n",
             flush=True,
         )
-
-
-async def run(settings: Settings) -> None:
-    """Serve REST/JSON and gRPC until SIGINT/SIGTERM, then stop both gracefully."""
-    try:
-        tracing.configure_from_environment()
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
-    portico = Portico(settings)
-    await portico.start()
-    # Everything built so far lives as long as the server: keep it out of the collector's way,
-    # so full collections stay short instead of pausing every request behind them.
-    gc.collect()
-    gc.freeze()
-    if portico.http_app is None:
-        raise RuntimeError("start() did not build the HTTP app")
-    http_server = uvicorn.Server(http_config(settings, portico.http_app))
-    loop = asyncio.get_running_loop()
-
-    def shut_down() -> None:
-        # Streams end first (uvicorn would wait for them without end), then both servers stop
-        # taking calls; uvicorn and gRPC each give calls in flight the grace period.
-        portico.begin_shutdown()
-        http_server.should_exit = True
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, shut_down)
-    try:
-        listener = http_socket(settings.http_host, settings.http_port, shared=settings.workers > 1)
-        # The ports bound, not the ones asked for: port 0 means "any free one".
-        scheme = "https" if settings.tls else "http"
-        http_base = f"{scheme}://{_url_host(settings.http_host)}:{listener.getsockname()[1]}"
-        log.info(
-            "portico %s: gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
-            __version__,
-            _url_host(settings.grpc_host),
-            portico.grpc_port,
-            http_base,
-            http_base,
-        )
-        await http_server.serve(sockets=[listener])
-    finally:
-        await portico.stop()
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def http_config(settings: Settings, app: Any) -> uvicorn.Config:
-    """How uvicorn serves the REST/JSON side: the limits on slow and oversized clients."""
-    return uvicorn.Config(
-        app,
-        log_level="info",
-        log_config=None,  # the format configure_logging chose, secrets masked
-        access_log=settings.access_log,
-        # Portico is the origin server; forwarded headers are not trusted unless asked for.
-        proxy_headers=False,
-        server_header=False,
-        http=head_deadline_protocol(settings.header_timeout_seconds),
-        # Every WebSocket frame is a request message: the body limit holds for each.
-        ws_max_size=settings.max_body_bytes,
-        timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds),
-        **uvicorn_tls(settings),
-    )
-
-
-def _worker(settings: Settings) -> None:
-    configure_logging(settings.log_format)
-    with contextlib.suppress(KeyboardInterrupt):
-        run_event_loop(run(settings))
-
-
-def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on uvloop (uvicorn's fast loop, installed with it) or else asyncio's own."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvicorn[standard] brings it
-        asyncio.run(main)
-    else:
-        uvloop.run(main)
-
-
-def run_workers(settings: Settings) -> None:
-    """Run ``settings.workers`` server processes on the same ports; stop them all on a signal."""
-    context = multiprocessing.get_context("spawn")  # grpc must not be forked once started
-    settings, reserved = _pick_free_ports(settings)
-    metrics_dir = _multiprocess_metrics(settings)
-    workers = [context.Process(target=_worker, args=(settings,)) for _ in range(settings.workers)]
-    for process in workers:
-        process.start()
-
-    def stop_all(signum: int, frame: object) -> None:
-        for process in workers:
-            if process.is_alive():
-                process.terminate()
-
-    signal.signal(signal.SIGTERM, stop_all)
-    signal.signal(signal.SIGINT, stop_all)
-    for process in workers:
-        process.join()
-        if metrics_dir is not None and process.pid is not None:
-            from prometheus_client import multiprocess
-
-            multiprocess.mark_process_dead(process.pid, metrics_dir)
-    for sock in reserved:
-        sock.close()
-
-
-def _pick_free_ports(settings: Settings) -> tuple[Settings, list[socket.socket]]:
-    """Every worker must bind the same ports: a port 0 ("any free one") is picked here once,
-    and held until the workers, which bind it too, are gone."""
-    reserved: list[socket.socket] = []
-    ports = {}
-    for name, host in (("http_port", settings.http_host), ("grpc_port", settings.grpc_host)):
-        if getattr(settings, name) == 0:
-            reserved.append(reserved_free_port(host))
-            ports[name] = reserved[-1].getsockname()[1]
-    return dataclasses.replace(settings, **ports), reserved
-
-
-def _multiprocess_metrics(settings: Settings) -> str | None:
-    """With metrics on, a fresh folder where every worker keeps its numbers, named in the
-    environment the workers inherit, so that a scrape of any one of them adds up all."""
-    if not settings.metrics:
-        return None
-    given = os.environ.get(MULTIPROCESS_ENV)
-    if given:
-        return given  # the operator's own folder (they clear it between runs)
-    folder = settings.data_dir / "metrics"
-    shutil.rmtree(folder, ignore_errors=True)  # numbers of an earlier run would add up too
-    make_private_folder(folder)
-    os.environ[MULTIPROCESS_ENV] = str(folder)
-    return str(folder)
-
-
-def serve(settings: Settings) -> None:
-    """Entry point of ``portico serve``."""
-    configure_logging(settings.log_format)
-    try:
-        check_tls_files(settings)
-        with claimed_ports(settings):
-            if settings.metrics_port:
-                try:
-                    _, port = serve_metrics(
-                        settings.http_host, settings.metrics_port, settings.metrics_token
-                    )
-                except OSError:
-                    raise PortBusy("metrics", settings.http_host, settings.metrics_port) from None
-                log.info("metrics on http://%s:%d/metrics", settings.http_host, port)
-            if settings.workers > 1:
-                run_workers(settings)
-            else:
-                run_event_loop(run(settings))
-    except ConfigurationError as exc:
-        raise SystemExit(f"portico: {exc}") from None

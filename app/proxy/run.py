@@ -12,9 +12,9 @@ import uvicorn
 from app import __version__
 from app.config import ConfigurationError, Settings
 from app.listeners import http_socket
-from app.main import _url_host, http_config, run_event_loop
 from app.observe.logs import configure_logging
 from app.proxy.server import Proxy, check_proxy_settings
+from app.serving import http_config, run_event_loop, url_host
 
 log = logging.getLogger("portico.proxy")
 
@@ -37,7 +37,7 @@ async def run(settings: Settings) -> None:
     try:
         listener = http_socket(settings.http_host, settings.http_port, shared=False)
         scheme = "https" if settings.tls else "http"
-        http_base = f"{scheme}://{_url_host(settings.http_host)}:{listener.getsockname()[1]}"
+        http_base = f"{scheme}://{url_host(settings.http_host)}:{listener.getsockname()[1]}"
         log.info(
             "portico %s proxy: REST/JSON on %s in front of %s (auth: %s; dashboard: %s/dashboard/)",
             __version__,

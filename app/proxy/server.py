@@ -35,13 +35,8 @@ from app.gateway.options import GatewayOptions
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
-from app.main import (
-    admit_caller,
-    open_gate,
-    purge_expired_revocations,
-    store_answers,
-    supervised,
-)
+from app.jobs import purge_expired_revocations, supervised
+from app.main import admit_caller, open_gate, store_answers
 from app.observe.calls import Telemetry
 from app.observe.metrics import SWITCH
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection

@@ -40,7 +40,7 @@ def _started_anyway(settings: object) -> None:
 )
 def test_a_bad_setting_stops_serve_with_one_line(monkeypatch, variable, value, allowed):
     monkeypatch.setenv(variable, value)
-    monkeypatch.setattr("app.main.serve", _started_anyway)
+    monkeypatch.setattr("app.serving.serve", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["serve"])
     message = str(stopped.value.code)
@@ -50,7 +50,7 @@ def test_a_bad_setting_stops_serve_with_one_line(monkeypatch, variable, value, a
 
 
 def test_a_bad_flag_is_refused_the_same_way(monkeypatch):
-    monkeypatch.setattr("app.main.serve", _started_anyway)
+    monkeypatch.setattr("app.serving.serve", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["serve", "--workers", "0"])
     assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")

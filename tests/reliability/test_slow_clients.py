@@ -12,7 +12,7 @@ from pathlib import Path
 
 import uvicorn
 
-from app.main import http_config
+from app.serving import http_config
 from tests.harness import run, running, settings_for
 
 TIMEOUT = 0.5

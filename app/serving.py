@@ -1,0 +1,193 @@
+"""Running the server: uvicorn and gRPC in one event loop per worker, the workers sharing the
+ports, signals turned into a graceful stop, and the settings' checks that need the machine
+(TLS files, free ports)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import gc
+import logging
+import math
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+from collections.abc import Coroutine
+from typing import Any
+
+import uvicorn
+
+from app import __version__
+from app.config import ConfigurationError, Settings
+from app.gateway.connections import head_deadline_protocol
+from app.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
+from app.main import Portico
+from app.observe import tracing
+from app.observe.exposition import serve_metrics
+from app.observe.logs import configure_logging
+from app.observe.metrics import MULTIPROCESS_ENV
+from app.store import make_private_folder
+from app.tls import check_tls_files, uvicorn_tls
+
+log = logging.getLogger("portico")
+
+
+async def run(settings: Settings) -> None:
+    """Serve REST/JSON and gRPC until SIGINT/SIGTERM, then stop both gracefully."""
+    try:
+        tracing.configure_from_environment()
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    portico = Portico(settings)
+    await portico.start()
+    # Everything built so far lives as long as the server: keep it out of the collector's way,
+    # so full collections stay short instead of pausing every request behind them.
+    gc.collect()
+    gc.freeze()
+    if portico.http_app is None:
+        raise RuntimeError("start() did not build the HTTP app")
+    http_server = uvicorn.Server(http_config(settings, portico.http_app))
+    loop = asyncio.get_running_loop()
+
+    def shut_down() -> None:
+        # Streams end first (uvicorn would wait for them without end), then both servers stop
+        # taking calls; uvicorn and gRPC each give calls in flight the grace period.
+        portico.begin_shutdown()
+        http_server.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, shut_down)
+    try:
+        listener = http_socket(settings.http_host, settings.http_port, shared=settings.workers > 1)
+        # The ports bound, not the ones asked for: port 0 means "any free one".
+        scheme = "https" if settings.tls else "http"
+        http_base = f"{scheme}://{url_host(settings.http_host)}:{listener.getsockname()[1]}"
+        log.info(
+            "portico %s: gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
+            __version__,
+            url_host(settings.grpc_host),
+            portico.grpc_port,
+            http_base,
+            http_base,
+        )
+        await http_server.serve(sockets=[listener])
+    finally:
+        await portico.stop()
+
+
+def url_host(host: str) -> str:
+    """``host`` as it is written in a URL (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
+def http_config(settings: Settings, app: Any) -> uvicorn.Config:
+    """How uvicorn serves the REST/JSON side: the limits on slow and oversized clients."""
+    return uvicorn.Config(
+        app,
+        log_level="info",
+        log_config=None,  # the format configure_logging chose, secrets masked
+        access_log=settings.access_log,
+        # Portico is the origin server; forwarded headers are not trusted unless asked for.
+        proxy_headers=False,
+        server_header=False,
+        http=head_deadline_protocol(settings.header_timeout_seconds),
+        # Every WebSocket frame is a request message: the body limit holds for each.
+        ws_max_size=settings.max_body_bytes,
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds),
+        **uvicorn_tls(settings),
+    )
+
+
+def _worker(settings: Settings) -> None:
+    configure_logging(settings.log_format)
+    with contextlib.suppress(KeyboardInterrupt):
+        run_event_loop(run(settings))
+
+
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop (uvicorn's fast loop, installed with it) or else asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings it
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
+
+
+def run_workers(settings: Settings) -> None:
+    """Run ``settings.workers`` server processes on the same ports; stop them all on a signal."""
+    context = multiprocessing.get_context("spawn")  # grpc must not be forked once started
+    settings, reserved = _pick_free_ports(settings)
+    metrics_dir = _multiprocess_metrics(settings)
+    workers = [context.Process(target=_worker, args=(settings,)) for _ in range(settings.workers)]
+    for process in workers:
+        process.start()
+
+    def stop_all(signum: int, frame: object) -> None:
+        for process in workers:
+            if process.is_alive():
+                process.terminate()
+
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGINT, stop_all)
+    for process in workers:
+        process.join()
+        if metrics_dir is not None and process.pid is not None:
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(process.pid, metrics_dir)
+    for sock in reserved:
+        sock.close()
+
+
+def _pick_free_ports(settings: Settings) -> tuple[Settings, list[socket.socket]]:
+    """Every worker must bind the same ports: a port 0 ("any free one") is picked here once,
+    and held until the workers, which bind it too, are gone."""
+    reserved: list[socket.socket] = []
+    ports = {}
+    for name, host in (("http_port", settings.http_host), ("grpc_port", settings.grpc_host)):
+        if getattr(settings, name) == 0:
+            reserved.append(reserved_free_port(host))
+            ports[name] = reserved[-1].getsockname()[1]
+    return dataclasses.replace(settings, **ports), reserved
+
+
+def _multiprocess_metrics(settings: Settings) -> str | None:
+    """With metrics on, a fresh folder where every worker keeps its numbers, named in the
+    environment the workers inherit, so that a scrape of any one of them adds up all."""
+    if not settings.metrics:
+        return None
+    given = os.environ.get(MULTIPROCESS_ENV)
+    if given:
+        return given  # the operator's own folder (they clear it between runs)
+    folder = settings.data_dir / "metrics"
+    shutil.rmtree(folder, ignore_errors=True)  # numbers of an earlier run would add up too
+    make_private_folder(folder)
+    os.environ[MULTIPROCESS_ENV] = str(folder)
+    return str(folder)
+
+
+def serve(settings: Settings) -> None:
+    """Entry point of ``portico serve``."""
+    configure_logging(settings.log_format)
+    try:
+        check_tls_files(settings)
+        with claimed_ports(settings):
+            if settings.metrics_port:
+                try:
+                    _, port = serve_metrics(
+                        settings.http_host, settings.metrics_port, settings.metrics_token
+                    )
+                except OSError:
+                    raise PortBusy("metrics", settings.http_host, settings.metrics_port) from None
+                log.info("metrics on http://%s:%d/metrics", settings.http_host, port)
+            if settings.workers > 1:
+                run_workers(settings)
+            else:
+                run_event_loop(run(settings))
+    except ConfigurationError as exc:
+        raise SystemExit(f"portico: {exc}") from None

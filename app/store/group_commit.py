@@ -251,17 +251,9 @@ class GroupCommit:
             await asyncio.shield(group.committed)
 
     async def close(self) -> None:
-        """Wait for the turns of every writer queued so far, then commit the group they leave
-        open. The caller refuses new writers first: the lock is taken in order, so once this
-        holds it, no writer is left."""
-        await self._lock.acquire()
-        group = self._group
-        if group is None:
-            self._lock.release()
-            return
-        self._start_commit(group)
-        with contextlib.suppress(Exception):
-            await asyncio.shield(group.committed)
+        """Commit the group the writers queued so far leave open. The caller refuses new
+        writers first: the lock is taken in order, so once this holds it, none is left."""
+        await self._commit_when_idle()
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -41,10 +41,11 @@ def test_an_sse_subscriber_missing_an_event_is_delivered_less_than_expected():
         {"ttfb_s": [0.01, 0.02], "refused": [], "arrivals": arrivals},
         starts,
         made=5,
-        failed=1,
+        failures={"stop: 412 instance is STOPPING": 1},
         window=(99.0, 101.0),
     )
     assert (result["expected"], result["delivered"]) == (4, 3)
+    assert "1 x stop: 412 instance is STOPPING" in sse.describe(result)  # says why it failed
     assert result["changes_per_second"] == 2.5  # the rate reached, not the one asked for
     # The failed change call, the missing delivery, and the subscriber that missed an event.
     assert result["errors"] == 1 + 1 + 1

@@ -25,10 +25,10 @@ Behaviour where SPEC.md is silent:
   (finish one version-skew step before the next).
 - Repair: ``ScaleNodePool`` deploys the failed machines of the pools it names again (also at an
   unchanged count), with a fresh retry budget; deleting a pool releases its machines, and a pool
-  added again gets new deployments (under the same name the simulation picks the same machines,
-  whose seeded first deployment fails again: scale instead, or use a new name). Failed
-  control-plane machines are retried by the reconciler (see
-  :mod:`app.services.kaas.reconciler`); past that, delete and recreate.
+  added again under its old name gets new deployments with a fresh budget (its slots keep their
+  deployment count, so the simulation draws each one's next fault; a failed machine not yet
+  released is deployed again as a scale would). Failed control-plane machines are retried by the
+  reconciler (see :mod:`app.services.kaas.reconciler`); past that, delete and recreate.
 - ``ScaleNodePool`` to the current counts with no failed machine changes nothing.
 - ``UpgradeCluster``: a version that is not one of ``GetUpgradeClusterInformation``'s is
   INVALID_ARGUMENT on ``version``, listing the choices.
@@ -82,6 +82,7 @@ from app.services.status import (
     abort_rejected,
     abort_store_error,
 )
+from app.sim.machine_model import Machine
 from app.sim.machines import MachineProvider
 from app.store import ObjectStore, Record, StoreError, Transaction
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
@@ -245,6 +246,8 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
             if not validation.check_pool_total(found, "worker_node_pools", total):
                 raise Rejected.invalid(found)
             await self._check_capacity(tx, sum(p.count for p in request.worker_node_pools))
+            # Added again before its old machines were released: a new deployment for each.
+            await _request_repair(tx, state, {p.name for p in request.worker_node_pools})
             spec = _copy_spec(state.spec)
             spec.worker_node_pools.extend(request.worker_node_pools)
             added = ", ".join(p.name for p in request.worker_node_pools)
@@ -297,11 +300,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
                 if pool.name in counts:
                     growth += max(0, counts[pool.name] - pool.count)
                     pool.count = counts[pool.name]
-            repaired = [m for m in state.machines if m.pool in counts and m.is_failed]
-            for machine in repaired:
-                # The reconciler deploys it again on its next pass (it owns the clock).
-                marked = replace(machine, repair_requested=True)
-                await tx.update(MACHINE, key_of(marked), machine_data(marked))
+            repaired = await _request_repair(tx, state, set(counts))
             if spec == state.spec:
                 if repaired:
                     hosts = ", ".join(m.hostname for m in repaired)
@@ -410,6 +409,18 @@ def _copy_spec(spec: api_pb2.CreateClusterMsg) -> api_pb2.CreateClusterMsg:
     copy = api_pb2.CreateClusterMsg()
     copy.CopyFrom(spec)
     return copy
+
+
+async def _request_repair(
+    tx: Transaction, state: ClusterState, pools: Collection[str]
+) -> list[Machine]:
+    """Mark the failed machines of ``pools`` to be deployed again; returns them."""
+    failed = [m for m in state.machines if m.pool in pools and m.is_failed]
+    for machine in failed:
+        # The reconciler deploys it again on its next pass (it owns the clock).
+        marked = replace(machine, repair_requested=True)
+        await tx.update(MACHINE, key_of(marked), machine_data(marked))
+    return failed
 
 
 def _require_pools(state: ClusterState, names: Collection[str]) -> None:

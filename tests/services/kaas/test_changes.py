@@ -150,12 +150,16 @@ def test_changes_queue_while_busy_and_only_conflicts_are_refused(tmp_path, trans
     run(scenario())
 
 
+def _create() -> api_pb2.CreateClusterMsg:
+    return api_pb2.CreateClusterMsg()
+
+
 def _pool(name: str, count: int) -> api_pb2.MachineSpec:
     return api_pb2.MachineSpec(name=name, instanceType="standard", count=count)
 
 
 @pytest.mark.parametrize("transport", ["rest", "grpc"])
-def test_a_degraded_cluster_is_repaired_by_scaling_or_adding_its_pool_again(tmp_path, transport):
+def test_failed_clusters_are_repaired_by_scaling_or_adding_their_pool_again(tmp_path, transport):
     faults = FaultInjection(failure_ratio=0.4, seed=1)
     retries = MAX_DEPLOY_RETRIES
 
@@ -164,41 +168,52 @@ def test_a_degraded_cluster_is_repaired_by_scaling_or_adding_its_pool_again(tmp_
 
     # Clusters whose workers-0 fails its first deployment and every automatic retry, and whose
     # next deployment (the repair's) succeeds, as do the other machines' first two.
-    def as_wanted(name: str) -> bool:
+    def lone_worker_fails(name: str) -> bool:
         return (
             not fails(name, "control-plane", 0)
             and fails(name, "workers", 0, range(retries + 1))
             and not fails(name, "workers", 0, range(retries + 1, retries + 2))
+        )
+
+    def as_wanted(name: str) -> bool:
+        return (
+            lone_worker_fails(name)
             and not any(fails(name, "workers", 1, range(a, a + 1)) for a in (0, 1))
             and not fails(name, "spare", 0)
         )
 
     scaled, added = [n for n in (f"lab-{i}" for i in range(5000)) if as_wanted(n)][:2]
+    # With its only worker failed, a cluster is ERROR: no pod can run.
+    lone = next(n for n in (f"solo-{i}" for i in range(5000)) if lone_worker_fails(n))
+    bodies = {scaled: _body(scaled), added: _body(added), lone: _body(lone, workers=1)}
 
     async def scenario() -> None:
         async with running(tmp_path, sim_failure_ratio=0.4, sim_seed=1) as server:
             call = Calls(server, await server.login(), transport)
-            for name in (scaled, added):
-                await call.ok(
-                    "CreateCluster", json_format.ParseDict(_body(name), api_pb2.CreateClusterMsg())
-                )
+            for body in bodies.values():
+                await call.ok("CreateCluster", json_format.ParseDict(body, _create()))
 
-            for name in (scaled, added):
+            for name, state in ((scaled, "DEGRADED"), (added, "DEGRADED"), (lone, "ERROR")):
 
-                async def gave_up(name: str = name) -> bool:
+                async def gave_up(name: str = name, state: str = state) -> bool:
                     cluster = await call.cluster(name)
-                    return cluster.get("status") == "DEGRADED" and (
+                    return cluster.get("status") == state and (
                         f"gave up after {retries} retries" in cluster["status_message"]
                     )
 
                 await eventually(gave_up, timeout=20)
-                # The control plane is up: a kubeconfig, and an upgrade is possible (and says so).
+                # The control plane is up: a kubeconfig is served.
                 assert "server: https://" in (await call.cluster(name))["kubeconfig"]
-                assert await call.upgrade_info(name) == (True, ["1.32.0"])
+            # A DEGRADED cluster may upgrade, an ERROR one not; the information says the same.
+            assert await call.upgrade_info(scaled) == (True, ["1.32.0"])
+            assert await call.upgrade_info(lone) == (False, [])
+            code, message, _ = await call("UpgradeCluster", _upgrade(lone, "1.32.0"))
+            assert code == "FAILED_PRECONDITION" and "ERROR" in message
 
             # Repaired by scaling the pool to its own size, while upgrading: both converge.
             await call.ok("UpgradeCluster", _upgrade(scaled, "1.32.0"))
             await call.ok("ScaleNodePool", _scale(scaled, 2))
+            await call.ok("ScaleNodePool", _scale(lone, 1))
             # Repaired by deleting the pool and adding it again (another pool holds the
             # workloads meanwhile): the released slots deploy new machines, which work.
             pools = api_pb2.AddNodePoolMsg(clusterName=added, worker_node_pools=[_pool("spare", 1)])
@@ -215,7 +230,8 @@ def test_a_degraded_cluster_is_repaired_by_scaling_or_adding_its_pool_again(tmp_
             )
             await call.ok("AddNodePool", again)
 
-            for name, version, count in ((scaled, "1.32.0", 3), (added, "1.31.2", 4)):
+            repaired = ((scaled, "1.32.0", 3), (added, "1.31.2", 4), (lone, "1.31.2", 2))
+            for name, version, count in repaired:
                 await call.wait_for(name, "RUNNING")
                 machines = await call.machines(name)
                 assert len(machines) == count

@@ -88,9 +88,9 @@ class Calls:
         return reply.get("ok", False), reply.get("versions", [])
 
 
-def _scale(name: str, count: int) -> api_pb2.ScaleNodePoolMsg:
+def _scale(name: str, count: int, pool: str = "workers") -> api_pb2.ScaleNodePoolMsg:
     return api_pb2.ScaleNodePoolMsg(
-        clusterName=name, node_pools=[api_pb2.ScaleNodePoolSpec(name="workers", count=count)]
+        clusterName=name, node_pools=[api_pb2.ScaleNodePoolSpec(name=pool, count=count)]
     )
 
 
@@ -185,7 +185,18 @@ def test_failed_clusters_are_repaired_by_scaling_or_adding_their_pool_again(tmp_
     scaled, added = [n for n in (f"lab-{i}" for i in range(5000)) if as_wanted(n)][:2]
     # With its only worker failed, a cluster is ERROR: no pod can run.
     lone = next(n for n in (f"solo-{i}" for i in range(5000)) if lone_worker_fails(n))
-    bodies = {scaled: _body(scaled), added: _body(added), lone: _body(lone, workers=1)}
+
+    # With its control plane failed, a cluster is ERROR: etcd lost its quorum.
+    def control_plane_fails(name: str) -> bool:
+        return (
+            fails(name, "control-plane", 0, range(retries + 1))
+            and not fails(name, "control-plane", 0, range(retries + 1, retries + 2))
+            and not any(fails(name, "workers", i) for i in (0, 1))
+        )
+
+    headless = next(n for n in (f"cp-{i}" for i in range(5000)) if control_plane_fails(n))
+    bodies = {name: _body(name) for name in (scaled, added, headless)}
+    bodies[lone] = _body(lone, workers=1)
 
     async def scenario() -> None:
         async with running(tmp_path, sim_failure_ratio=0.4, sim_seed=1) as server:
@@ -193,7 +204,13 @@ def test_failed_clusters_are_repaired_by_scaling_or_adding_their_pool_again(tmp_
             for body in bodies.values():
                 await call.ok("CreateCluster", json_format.ParseDict(body, _create()))
 
-            for name, state in ((scaled, "DEGRADED"), (added, "DEGRADED"), (lone, "ERROR")):
+            failed = [
+                (scaled, "DEGRADED"),
+                (added, "DEGRADED"),
+                (lone, "ERROR"),
+                (headless, "ERROR"),
+            ]
+            for name, state in failed:
 
                 async def gave_up(name: str = name, state: str = state) -> bool:
                     cluster = await call.cluster(name)
@@ -202,8 +219,9 @@ def test_failed_clusters_are_repaired_by_scaling_or_adding_their_pool_again(tmp_
                     )
 
                 await eventually(gave_up, timeout=20)
-                # The control plane is up: a kubeconfig is served.
-                assert "server: https://" in (await call.cluster(name))["kubeconfig"]
+                # A kubeconfig exactly when the control plane is up.
+                kubeconfig = (await call.cluster(name))["kubeconfig"]
+                assert ("server: https://" in kubeconfig) is (name != headless)
             # A DEGRADED cluster may upgrade, an ERROR one not; the information says the same.
             assert await call.upgrade_info(scaled) == (True, ["1.32.0"])
             assert await call.upgrade_info(lone) == (False, [])
@@ -214,6 +232,10 @@ def test_failed_clusters_are_repaired_by_scaling_or_adding_their_pool_again(tmp_
             await call.ok("UpgradeCluster", _upgrade(scaled, "1.32.0"))
             await call.ok("ScaleNodePool", _scale(scaled, 2))
             await call.ok("ScaleNodePool", _scale(lone, 1))
+            # The control plane is repaired the same way, at its own size (which cannot change).
+            code, message, _ = await call("ScaleNodePool", _scale(headless, 3, "control-plane"))
+            assert code == "FAILED_PRECONDITION" and "keeps its 1 machine(s)" in message
+            await call.ok("ScaleNodePool", _scale(headless, 1, "control-plane"))
             # Repaired by deleting the pool and adding it again (another pool holds the
             # workloads meanwhile): the released slots deploy new machines, which work.
             pools = api_pb2.AddNodePoolMsg(clusterName=added, worker_node_pools=[_pool("spare", 1)])
@@ -230,7 +252,8 @@ def test_failed_clusters_are_repaired_by_scaling_or_adding_their_pool_again(tmp_
             )
             await call.ok("AddNodePool", again)
 
-            repaired = ((scaled, "1.32.0", 3), (added, "1.31.2", 4), (lone, "1.31.2", 2))
+            repaired = [(scaled, "1.32.0", 3), (added, "1.31.2", 4), (lone, "1.31.2", 2)]
+            repaired.append((headless, "1.31.2", 3))
             for name, version, count in repaired:
                 await call.wait_for(name, "RUNNING")
                 machines = await call.machines(name)

@@ -295,8 +295,8 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
             state = await _existing(tx, request.clusterName)
             require_changeable(state, "scale node pools of")
             counts = {p.name: p.count for p in request.node_pools}
-            _require_control_plane_size(state, counts.get(CONTROL_PLANE_POOL))
             _require_pools(state, [name for name in counts if name != CONTROL_PLANE_POOL])
+            _require_control_plane_size(state, counts.get(CONTROL_PLANE_POOL))
             spec = _copy_spec(state.spec)
             growth = 0
             for pool in spec.worker_node_pools:

@@ -1,6 +1,7 @@
 """Changes while a cluster is busy, as automation makes them, on both transports: queued in the
 desired state unless they truly conflict; upgrade information that matches what an upgrade
-would do; Kubernetes versions written with a ``v``; a DEGRADED cluster repaired by its user."""
+would do; Kubernetes versions written with a ``v``; DEGRADED and ERROR clusters repaired by their
+user."""
 
 from __future__ import annotations
 

@@ -108,6 +108,12 @@ POOL_NAME = replace(
     reserved=("control-plane",),  # the control plane's own machines
     note="Pool names are unique in a request and in the cluster.",
 )
+# Scaling ``control-plane`` to its own size deploys its failed machines again (a repair).
+SCALED_POOL_NAME = replace(
+    POOL_NAME,
+    reserved=(),
+    note="A worker pool, or control-plane at its own size: failed machines are deployed again.",
+)
 INSTANCE_TYPE = Rule(required=True, choices=("standard", "gpu"))
 POOL_COUNT = Rule(required=True, minimum=1, maximum=MAX_MACHINES_PER_POOL)
 POOLS = Rule(max_items=MAX_WORKER_POOLS, note="A cluster has at most 10 worker pools in all.")
@@ -146,7 +152,7 @@ FIELD_RULES: dict[str, Rule] = {
     _KAAS + "MachineSpec.name": POOL_NAME,
     _KAAS + "MachineSpec.instanceType": INSTANCE_TYPE,
     _KAAS + "MachineSpec.count": POOL_COUNT,
-    _KAAS + "ScaleNodePoolSpec.name": POOL_NAME,
+    _KAAS + "ScaleNodePoolSpec.name": SCALED_POOL_NAME,
     _KAAS + "ScaleNodePoolSpec.count": POOL_COUNT,
     _KAAS + "KubernetesLabel.name": LABEL_KEY,
     _KAAS + "KubernetesLabel.value": LABEL_VALUE,

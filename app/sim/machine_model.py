@@ -87,6 +87,9 @@ class MachineRequest:
     k8s_version: str
     role: Role = Role.WORKER
     instance_type: str = "standard"
+    # Deployments of this slot's machines before this one: a slot released and wanted again
+    # (its pool deleted and added again) deploys its machine anew, drawing its next fault.
+    attempt: int = 0
 
 
 @dataclass(frozen=True)

@@ -185,7 +185,7 @@ class SimulatedMachineProvider:
         machines = []
         for request, ip in zip(requests, ips, strict=True):
             system_id = system_id_for(request.cluster, request.pool, request.index)
-            fails = self.faults.fails(system_id)
+            fails = self.faults.fails(system_id, request.attempt)
             machines.append(
                 Machine(
                     system_id=system_id,
@@ -200,6 +200,7 @@ class SimulatedMachineProvider:
                     phase=Phase.ALLOCATED,
                     phase_started=now,
                     fails_deployment=fails,
+                    attempt=request.attempt,
                 )
             )
         return machines

@@ -17,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from app.config import ConfigurationError, Settings
 from app.tls import check_tls_files
+from gen.scheduler import scheduler_pb2, scheduler_pb2_grpc
 from gen.services.auth import auth_pb2, auth_pb2_grpc
 from tests.harness import ADMIN_PASSWORD
 from tests.reliability.certificates import Authority, Issued
@@ -66,6 +67,11 @@ def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path)
             f"--tls-key={node_cert.key_path}",
         )
         assert "registered" in _node_agent_registers(server, agent_flags, tmp_path)
+        # The verified client certificate stands for an empty ``certificate``: its CN is the node.
+        first, again = asyncio.run(_register_by_client_certificate(address, trusted, node_cert))
+        assert (first.code, again.code, again.subnet) == (0, 0, first.subnet)
+        assert "'edge-1' registered" in first.description
+        assert "'edge-1' was already registered" in again.description
     finally:
         assert server.stop() == 0
 
@@ -97,6 +103,23 @@ async def _grpc_calls(
             except grpc.aio.AioRpcError as error:
                 refused.append(error.code())
     return token, refused
+
+
+async def _register_by_client_certificate(
+    address: str, trusted: bytes, node: Issued
+) -> list[scheduler_pb2.NodeRegisterReply]:
+    """As the node account edge-1: unregister the agent's node (it registered its own
+    self-signed certificate), then ``Register`` twice with no certificate in the request."""
+    credentials = grpc.ssl_channel_credentials(trusted, node.key_pem, node.cert_pem)
+    async with grpc.aio.secure_channel(address, credentials) as channel:
+        login = auth_pb2.LoginRequest(username="edge-1", password="agent-password")
+        token = (await auth_pb2_grpc.AuthServiceStub(channel).Login(login, timeout=10)).token
+        metadata = (("authorization", f"Bearer {token}"),)
+        nodes = scheduler_pb2_grpc.NodeServiceStub(channel)
+        leave = scheduler_pb2.NodeUnregisterRequest(id="edge-1")
+        await nodes.Unregister(leave, metadata=metadata, timeout=10)
+        register = scheduler_pb2.NodeRegisterRequest()
+        return [await nodes.Register(register, metadata=metadata, timeout=10) for _ in range(2)]
 
 
 def _node_agent_registers(server: Server, flags: tuple[str, ...], tmp_path: Path) -> str:

@@ -19,7 +19,8 @@ What a pass does for one cluster:
   ``RETRY_BACKOFF_STEPS * 2**n`` steps before the n-th retry, at most ``MAX_DEPLOY_RETRIES``
   times. Scaling the machine's pool (the user's repair action) redeploys it at once, with a fresh
   retry budget. A slot whose old machine is still being released (its pool was deleted and added
-  again) gets its new machine once the old one is gone.
+  again) gets its new machine once the old one is gone; the slot's deployments so far are kept
+  (``kaas.deployments``), so that machine's deployment is a new one too, with a fresh budget.
 - Status: a failed machine makes the cluster ``ERROR`` when the control plane lost its etcd
   quorum or no worker is left, ``DEGRADED`` otherwise; ``status_message`` names every failure
   and, for each, the retry to come or that retries gave up. When every wanted machine is Ready on
@@ -37,7 +38,7 @@ import logging
 import math
 import time
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from google.protobuf import struct_pb2
@@ -45,13 +46,17 @@ from google.protobuf import struct_pb2
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,
+    DEPLOYMENTS,
     MACHINE,
     ClusterState,
     Slot,
     cluster_records,
     desired_machines,
+    forget_deployments,
+    keep_deployments,
     key_of,
     machine_data,
+    parse_deployments,
     parse_machine,
     reserve_machines,
     sorted_machines,
@@ -169,7 +174,9 @@ def plan_cluster(
 
     waiting_for_ips = ""
     missing = [
-        request for slot, request in wanted.items() if slot not in machines and slot not in occupied
+        replace(request, attempt=state.deployments.get(slot, 0))
+        for slot, request in wanted.items()
+        if slot not in machines and slot not in occupied
     ]
     if missing:
         try:
@@ -309,7 +316,8 @@ class ClusterReconciler:
         statuses = await self.store.list(CLUSTER)
         specs = await self.store.list(CLUSTER_SPEC)
         machines = await self.store.list(MACHINE)
-        planned = await _in_slices(self._plan_pass(statuses, specs, machines, now))
+        history = parse_deployments(await self.store.list(DEPLOYMENTS))
+        planned = await _in_slices(self._plan_pass(statuses, specs, machines, history, now))
         limit = asyncio.Semaphore(WRITES_IN_FLIGHT)
 
         async def write(plan: _Planned) -> bool:
@@ -323,7 +331,12 @@ class ClusterReconciler:
         return sum(result is True for result in written)
 
     def _plan_pass(
-        self, statuses: list[Record], specs: list[Record], machines: list[Record], now: int
+        self,
+        statuses: list[Record],
+        specs: list[Record],
+        machines: list[Record],
+        history: dict[str, dict[Slot, int]],
+        now: int,
     ) -> Iterator[_Planned | None]:
         """Every cluster's changes at step ``now``, one cluster (or machine) at a time."""
         by_cluster: dict[str, list[Record]] = {}
@@ -353,6 +366,7 @@ class ClusterReconciler:
                 spec.parse(api_pb2.CreateClusterMsg),
                 record.parse(api_pb2.ClusterDetailItem),
                 tuple(parsed[r.key][1] for r in own),
+                history.get(record.key, {}),
             )
             outcome = plan_cluster(state, self.provider, now, in_use)
             if not outcome.changes and outcome.status == state.status:
@@ -386,6 +400,8 @@ class ClusterReconciler:
                 return False  # written meanwhile: the next pass plans it again
             for machine in outcome.released:
                 await tx.delete(MACHINE, key_of(machine))
+                if state.status.status != api_pb2.STOPPING:
+                    await keep_deployments(tx, machine)
             stored = {(m.pool, m.index) for m in state.machines}
             for machine, form in zip(outcome.machines, plan.forms, strict=True):
                 if (machine.pool, machine.index) in stored:
@@ -393,6 +409,7 @@ class ClusterReconciler:
                 else:
                     await tx.create(MACHINE, key_of(machine), form)
             if outcome.gone:
+                await forget_deployments(tx, name)
                 await tx.delete(CLUSTER, name)
                 await tx.delete(CLUSTER_SPEC, name)
                 await reserve_machines(tx, -len(desired_machines(state.spec)))

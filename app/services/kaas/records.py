@@ -1,24 +1,28 @@
 """How the cluster manager keeps clusters in the store: kinds, keys and the desired machines.
 
-Four kinds, written together in transactions::
+Five kinds, written together in transactions::
 
     kind               key                    message            holds
     kaas.cluster       <name>                 ClusterDetailItem  status, message, kubeconfig
     kaas.cluster_spec  <name>                 CreateClusterMsg   version, control plane, pools
     kaas.machine       <name>/<pool>/<index>  Struct             one machine (Machine.to_dict)
+    kaas.deployments   <name>/<pool>/<index>  Int64Value         deployments of released slots
     kaas.reservation   machines               Int64Value         machines all specs ask for
 
 The spec is the desired state (``k8s_version`` is the version the cluster should run); the
 reconciler compares it with the machines and writes the observed status. The reservation is
 the sum of every stored spec's machines, kept in step with every spec written or deleted, so
-checking the address pool's room costs one read instead of a scan of every cluster.
+checking the address pool's room costs one read instead of a scan of every cluster. A slot whose
+machine was released while the cluster lives (its pool deleted or scaled down) keeps how many
+deployments it had, so a machine allocated there again (the pool added back) draws its next
+deployment's fault rather than repeating the first; they go with the cluster.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from google.protobuf import struct_pb2, wrappers_pb2
 
@@ -30,6 +34,7 @@ from gen.cnct.kaas.api import api_pb2
 CLUSTER = "kaas.cluster"
 CLUSTER_SPEC = "kaas.cluster_spec"
 MACHINE = "kaas.machine"
+DEPLOYMENTS = "kaas.deployments"
 RESERVATION = ("kaas.reservation", "machines")
 
 # The control plane's machines form a pool of their own; worker pools may not take its name.
@@ -67,6 +72,31 @@ def key_of(machine: Machine) -> str:
     return machine_key(machine.cluster, machine.pool, machine.index)
 
 
+async def keep_deployments(tx: Writer, machine: Machine) -> None:
+    """Remember how many deployments the released machine's slot had (it may be wanted again)."""
+    count = wrappers_pb2.Int64Value(value=machine.attempt + 1)
+    if await tx.get(DEPLOYMENTS, key_of(machine)) is None:
+        await tx.create(DEPLOYMENTS, key_of(machine), count)
+    else:
+        await tx.update(DEPLOYMENTS, key_of(machine), count)
+
+
+async def forget_deployments(tx: Writer, cluster: str) -> None:
+    """Drop the slot histories of a cluster that is gone."""
+    for record in await tx.list(DEPLOYMENTS, f"{cluster}/"):
+        await tx.delete(DEPLOYMENTS, record.key)
+
+
+def parse_deployments(records: Iterable[Record]) -> dict[str, dict[Slot, int]]:
+    """Deployment counts by cluster name and slot, from ``kaas.deployments`` records."""
+    found: dict[str, dict[Slot, int]] = {}
+    for record in records:
+        cluster, pool, index = record.key.rsplit("/", 2)
+        count = record.parse(wrappers_pb2.Int64Value).value
+        found.setdefault(cluster, {})[(pool, int(index))] = count
+    return found
+
+
 def machine_data(machine: Machine) -> struct_pb2.Struct:
     """The stored form of a machine."""
     return to_struct(machine.to_dict())
@@ -84,6 +114,8 @@ class ClusterState:
     spec: api_pb2.CreateClusterMsg
     status: api_pb2.ClusterDetailItem
     machines: tuple[Machine, ...]
+    # Deployments so far of slots whose machine was released (see the module docstring).
+    deployments: Mapping[Slot, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -24,11 +24,12 @@ Behaviour where SPEC.md is silent:
   ``PROVISIONING`` (no version runs yet), ``ERROR`` (repair it first) or already upgrading
   (finish one version-skew step before the next).
 - Repair: ``ScaleNodePool`` deploys the failed machines of the pools it names again (also at an
-  unchanged count), with a fresh retry budget; deleting a pool releases its machines, and a pool
-  added again gets new deployments (under the same name the simulation picks the same machines,
-  whose seeded first deployment fails again: scale instead, or use a new name). Failed
-  control-plane machines are retried by the reconciler (see
-  :mod:`app.services.kaas.reconciler`); past that, delete and recreate.
+  unchanged count), with a fresh retry budget; ``control-plane`` may be named too, at its own
+  size only (FAILED_PRECONDITION otherwise: the control plane's size is fixed), to repair a
+  control plane whose automatic retries gave up. Deleting a pool releases its machines, and a
+  pool added again under its old name gets new deployments with a fresh budget (its slots keep
+  their deployment count, so the simulation draws each one's next fault; a failed machine not
+  yet released is deployed again as a scale would).
 - ``ScaleNodePool`` to the current counts with no failed machine changes nothing.
 - ``UpgradeCluster``: a version that is not one of ``GetUpgradeClusterInformation``'s is
   INVALID_ARGUMENT on ``version``, listing the choices.
@@ -58,6 +59,7 @@ from app.services.kaas.changes import plain_version, require_changeable, upgrade
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,
+    CONTROL_PLANE_POOL,
     MACHINE,
     ClusterState,
     cluster_item,
@@ -82,6 +84,7 @@ from app.services.status import (
     abort_rejected,
     abort_store_error,
 )
+from app.sim.machine_model import Machine
 from app.sim.machines import MachineProvider
 from app.store import ObjectStore, Record, StoreError, Transaction
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
@@ -245,6 +248,8 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
             if not validation.check_pool_total(found, "worker_node_pools", total):
                 raise Rejected.invalid(found)
             await self._check_capacity(tx, sum(p.count for p in request.worker_node_pools))
+            # Added again before its old machines were released: a new deployment for each.
+            await _request_repair(tx, state, {p.name for p in request.worker_node_pools})
             spec = _copy_spec(state.spec)
             spec.worker_node_pools.extend(request.worker_node_pools)
             added = ", ".join(p.name for p in request.worker_node_pools)
@@ -289,19 +294,16 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         async def scale(tx: Transaction) -> None:
             state = await _existing(tx, request.clusterName)
             require_changeable(state, "scale node pools of")
-            _require_pools(state, [p.name for p in request.node_pools])
             counts = {p.name: p.count for p in request.node_pools}
+            _require_pools(state, [name for name in counts if name != CONTROL_PLANE_POOL])
+            _require_control_plane_size(state, counts.get(CONTROL_PLANE_POOL))
             spec = _copy_spec(state.spec)
             growth = 0
             for pool in spec.worker_node_pools:
                 if pool.name in counts:
                     growth += max(0, counts[pool.name] - pool.count)
                     pool.count = counts[pool.name]
-            repaired = [m for m in state.machines if m.pool in counts and m.is_failed]
-            for machine in repaired:
-                # The reconciler deploys it again on its next pass (it owns the clock).
-                marked = replace(machine, repair_requested=True)
-                await tx.update(MACHINE, key_of(marked), machine_data(marked))
+            repaired = await _request_repair(tx, state, set(counts))
             if spec == state.spec:
                 if repaired:
                     hosts = ", ".join(m.hostname for m in repaired)
@@ -410,6 +412,29 @@ def _copy_spec(spec: api_pb2.CreateClusterMsg) -> api_pb2.CreateClusterMsg:
     copy = api_pb2.CreateClusterMsg()
     copy.CopyFrom(spec)
     return copy
+
+
+async def _request_repair(
+    tx: Transaction, state: ClusterState, pools: Collection[str]
+) -> list[Machine]:
+    """Mark the failed machines of ``pools`` to be deployed again; returns them."""
+    failed = [m for m in state.machines if m.pool in pools and m.is_failed]
+    for machine in failed:
+        # The reconciler deploys it again on its next pass (it owns the clock).
+        marked = replace(machine, repair_requested=True)
+        await tx.update(MACHINE, key_of(marked), machine_data(marked))
+    return failed
+
+
+def _require_control_plane_size(state: ClusterState, count: int | None) -> None:
+    """The control plane keeps its size: it is "scaled" only to that, to repair it."""
+    size = state.spec.control_plane_nodes.count
+    if count is not None and count != size:
+        raise Rejected(
+            Code.FAILED_PRECONDITION,
+            f"the control plane of cluster {state.name!r} keeps its {size} machine(s): scale "
+            f"{CONTROL_PLANE_POOL!r} only to {size}, which deploys its failed machines again",
+        )
 
 
 def _require_pools(state: ClusterState, names: Collection[str]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from app import field_rules
+from app.field_rule import Rule
 from app.limits import MAX_WORKER_POOLS, shown
 from app.services.checked import rule_violations
 from app.services.status import Violations
@@ -61,9 +62,11 @@ def check_pool_total(v: Violations, path: str, total: int) -> bool:
     )
 
 
-def check_pool_name(v: Violations, path: str, name: str, seen: set[str]) -> None:
-    """A worker pool's name not already in ``seen`` (its syntax is a field rule)."""
-    if name in seen and not field_rules.POOL_NAME.problem(name):
+def check_pool_name(
+    v: Violations, path: str, name: str, seen: set[str], rule: Rule = field_rules.POOL_NAME
+) -> None:
+    """A pool's name not already in ``seen`` (its syntax is the field rule ``rule``)."""
+    if name in seen and not rule.problem(name):
         v.add(path, f"pool {name!r} given twice")
     seen.add(name)
 
@@ -106,7 +109,8 @@ def check_scale_pools(msg: api_pb2.ScaleNodePoolMsg) -> Violations:
     if len(msg.node_pools) <= MAX_WORKER_POOLS:
         seen: set[str] = set()
         for i, pool in enumerate(msg.node_pools):
-            check_pool_name(v, f"node_pools[{i}].name", pool.name, seen)
+            path = f"node_pools[{i}].name"
+            check_pool_name(v, path, pool.name, seen, field_rules.SCALED_POOL_NAME)
     return v
 
 

@@ -169,6 +169,12 @@ _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"
 )
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]+$")  # RFC 3986: an absolute URI
+# robfig/cron v3's standard parser: an optional CRON_TZ, then five fields or a descriptor.
+_CRON_FIELD = r"(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*|[A-Za-z]{3}(-[A-Za-z]{3})?"
+_CRON = re.compile(
+    rf"^(CRON_TZ=\S+ )?(@(yearly|annually|monthly|weekly|daily|midnight|hourly|every \S+)"
+    rf"|({_CRON_FIELD})( ({_CRON_FIELD})){{4}})$"
+)
 
 
 def _rule_breaks(message: Message, comments: dict[str, str], where: str = "") -> list[str]:
@@ -190,12 +196,16 @@ def _rule_breaks(message: Message, comments: dict[str, str], where: str = "") ->
             broken.append(f"{path}={value!r} (semver)")
         if comment.startswith("The URI of") and not _URI.match(value):
             broken.append(f"{path}={value!r} (URI)")
+        if "Uses CRON format" in comment and not _CRON.match(value):
+            broken.append(f"{path}={value!r} (CRON)")
     return broken
 
 
 def test_every_value_satisfies_the_seed_validation_rules_on_both_transports(tmp_path):
     comments = source_comments(ROOT / "gen" / "portico.binpb")
     assert "URI" in comments["resources.stats.DetailedVersion.image_uri"]
+    assert "CRON" in comments["resources.stats.UpgradeOptions.schedule"]
+    assert _CRON.match("CRON_TZ=UTC 0 0 * * *") and not _CRON.match("every day at midnight")
 
     async def scenario() -> None:
         async with running(tmp_path) as server:

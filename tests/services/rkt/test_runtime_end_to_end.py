@@ -1,5 +1,6 @@
 """The runtime API end to end, over REST and gRPC: the scheduler's instances as pods and images,
-events as they happen (filtered, with since/until), logs with follow, and GetInfo."""
+events as they happen (filtered, with since/until), logs with follow, GetInfo, and a failed
+node's state on its pods."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from tests.services.kudo.world import (
     headers,
     instance,
     open_streams,
+    status_feed,
+    stored_node,
     wait_status,
 )
 from tests.services.rkt.listening import listening, stream_starts
@@ -143,6 +146,43 @@ def test_instances_on_nodes_are_pods_with_their_images(tmp_path):
             info = (await server.http.get("/v1/runtime/info", headers=auth)).json()["info"]
             assert info["api_version"] == "1.0.0-alpha"
             assert info["global_flags"]["insecure_flags"] == "tls"  # served without TLS
+
+    run(scenario())
+
+
+def test_a_failed_nodes_state_shows_on_its_pods(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=0, node_grace_seconds=0.3) as server:
+            token = await server.login()
+            async with status_feed(server, token, "edge-a", 2, 1024, 10):
+                web = await _start(server, token, "web", NGINX)
+                api = rkt_grpc.PublicAPIStub(server.channel)
+                pod = await api.InspectPod(rkt.InspectPodRequest(id=web), metadata=bearer(token))
+                notes = {kv.Key: kv.value for kv in pod.pod.annotations}
+                assert (notes["scheduler/node"], notes["scheduler/node-state"]) == (
+                    "edge-a",
+                    "READY",
+                )
+
+            # The node's stream ended and it stayed silent: FAILED, and its pod says so.
+            async def failed() -> bool:
+                node = await stored_node(server, "edge-a")
+                return node is not None and node.status == pb.FAILED
+
+            await eventually(failed, what="node edge-a FAILED")
+            await wait_status(server, web, pb.FAILED)  # no other node could take it
+            listed = await api.ListPods(rkt.ListPodsRequest(), metadata=bearer(token))
+            over_rest = await server.http.get(f"/v1/runtime/pods/{web}", headers=headers(token))
+            assert over_rest.status_code == 200, over_rest.text
+            for annotations in (
+                [{"Key": kv.Key, "value": kv.value} for kv in listed.pods[0].annotations],
+                over_rest.json()["pod"]["annotations"],
+            ):
+                notes = {kv["Key"]: kv["value"] for kv in annotations}
+                assert notes["scheduler/node"] == "edge-a"
+                assert notes["scheduler/node-state"] == "FAILED"
+                assert notes["scheduler/status"] == "FAILED"
+            assert over_rest.json()["pod"]["state"] == "POD_STATE_EXITED"
 
     run(scenario())
 

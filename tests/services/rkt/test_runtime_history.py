@@ -194,6 +194,7 @@ def test_unused_images_are_removed_after_the_retention_with_an_event(tmp_path):
             nginx = removed.events[0].id
             gone = await api.ListImages(rkt.ListImagesRequest(), metadata=bearer(token))
             assert [i.name for i in gone.images] == ["redis"]
+            assert gone.images[0].size == int(listed["redis"]["size"])  # the same on gRPC
             missing = await server.http.get(f"/v1/runtime/images/{nginx}", headers=auth)
             assert missing.status_code == 404
 

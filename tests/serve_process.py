@@ -8,7 +8,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,16 +48,24 @@ class Workers:
 
 @contextmanager
 def serve_process(
-    python: Sequence[str], data_dir: Path, cwd: Path, workers: int = 1
+    python: Sequence[str],
+    data_dir: Path,
+    cwd: Path,
+    workers: int = 1,
+    *,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[list[Served]]:
-    """Run ``<python> -m app serve`` on ports 0 until the block ends; each worker's start-up
-    line."""
-    command = [*python, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"]
+    """Run ``<python> -m app serve <args>`` on ports 0 until the block ends (``env`` adds to
+    its environment); each worker's start-up line."""
+    command = [*python, "-m", "app", "serve", *args, "--http-port", "0", "--grpc-port", "0"]
     process = subprocess.Popen(
         [*command, "--data-dir", str(data_dir), "--workers", str(workers)],
         cwd=cwd,
         # Its metrics go to its own data folder, whatever this environment says.
-        env={k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"} | TEST_ENV,
+        env={k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        | TEST_ENV
+        | dict(env or {}),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,

@@ -8,11 +8,18 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from app.services.edge.progress import Progress
+from app.services.edge.resource_manager import FAULTS, Faults
+from app.sim.machines import FaultInjection
 from gen.edgeproto import (
+    app_inst_pb2,
+    app_inst_pb2_grpc,
     cloudlet_pb2,
+    cloudlet_pb2_grpc,
     clusterinst_pb2,
     clusterinst_pb2_grpc,
     common_pb2,
@@ -23,6 +30,7 @@ from gen.edgeproto import (
 from tests.harness import run, running
 from tests.services.edge.world import (
     APP,
+    APP_INST,
     CLOUDLET,
     CLUSTER_INST,
     DEVELOPER,
@@ -323,6 +331,16 @@ def test_not_found_names_the_missing_reference_and_inject_refuses_unknown_cloudl
             )
             assert (status, error["code"]) == (404, 5), error
             assert error["details"][0]["resource_type"] == "edgeproto.Cloudlet"
+            infos = cloudlet_pb2_grpc.CloudletInfoApiStub(server.channel)
+            injected = cloudlet_pb2.CloudletInfo(state=cloudlet_pb2.CLOUDLET_STATE_READY)
+            injected.key.operator_key.name = OPERATOR["name"]
+            injected.key.name = "nowhere"
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await infos.InjectCloudletInfo(injected, metadata=bearer(token))
+            assert caught.value.code() is grpc.StatusCode.NOT_FOUND
+            status_ = rpc_status.from_call(caught.value)
+            assert status_ is not None and status_.details[0].Unpack(info)
+            assert info.resource_type == "edgeproto.Cloudlet"
             assert [i["key"]["name"] for i in await api.show("cloudletinfo")] == [CLOUDLET["name"]]
 
     run(scenario())
@@ -346,3 +364,86 @@ def test_ignore_crm_completes_without_asking_the_crm(tmp_path):
             assert await api.show("clusterinst") == []
 
     run(scenario())
+
+
+def test_failed_updates_and_deletes_show_their_error_states_and_app_insts_fail_too(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_failure_ratio=1.0) as server:
+            api = await rest_api(server)
+            await _failed_cloudlet_brought_up(api)
+            key = {"key": CLUSTER_INST}
+            ignore = {**key, "crm_override": "IGNORE_CRM_ERRORS"}
+            assert (await api.progress("/create/clusterinst", ignore))[-1] == "Ready"
+
+            async def failing(path: str, body: dict) -> str:
+                """The failure a progress stream ends in, after the steps before it."""
+                status, lines = await api.post(path, body)
+                assert status == 200
+                *steps, failed, error = lines
+                assert len(steps) > 1 and failed["result"]["code"] == 2, lines
+                assert error["error"] == {
+                    "code": 2,
+                    "message": failed["result"]["message"],
+                    "details": [],
+                }
+                return failed["result"]["message"]
+
+            # REST: an update that fails leaves UPDATE_ERROR with the reason.
+            update = {**key, "num_nodes": 2, "fields": ["num_nodes"]}
+            message = await failing("/update/clusterinst", update)
+            assert message.startswith("Update ClusterInst failed: Heat stack update failed")
+            [inst] = await api.show("clusterinst")
+            assert inst["state"] == "UPDATE_ERROR"
+            assert [f"Update ClusterInst failed: {e}" for e in inst["errors"]] == [message]
+
+            # gRPC: an AppInst create fails at its last step with AppInst's own reason, and
+            # what a failed create left is deleted at once.
+            await api.ok("/create/app", {"key": APP, "default_flavor": {"name": "x1.small"}})
+            stub = app_inst_pb2_grpc.AppInstApiStub(server.channel)
+            inst_key = json_format.ParseDict({"key": APP_INST}, app_inst_pb2.AppInst())
+            seen, error = await _messages(stub.CreateAppInst(inst_key, metadata=bearer(api.token)))
+            assert error is not None and error.code() is grpc.StatusCode.UNKNOWN
+            assert seen[0] == ("Create requested", 0) and seen[-1][1] == 2
+            assert seen[-1][0].startswith("Create AppInst failed: ")
+            assert "(simulated fault)" in seen[-1][0]
+            [app_inst] = await api.show("appinst")
+            assert app_inst["state"] == "CREATE_ERROR" and app_inst["errors"]
+            seen, error = await _messages(stub.DeleteAppInst(inst_key, metadata=bearer(api.token)))
+            assert (seen, error) == ([("Deleted", 0)], None)
+
+            # A delete that fails leaves DELETE_ERROR and everything still held ...
+            message = await failing("/delete/clusterinst", key)
+            assert message.startswith("Delete ClusterInst failed: ")
+            [inst] = await api.show("clusterinst")
+            assert inst["state"] == "DELETE_ERROR"
+            assert (await api.cloudlet_refs())["used_ram"] != "0"
+            # ... until a delete goes through, giving it back.
+            assert (await api.progress("/delete/clusterinst", ignore))[-1] == "Deleted"
+            assert await api.show("clusterinst") == []
+            assert (await api.cloudlet_refs()).get("used_ram", "0") == "0"
+
+    run(scenario())
+
+
+def test_simulated_faults_are_a_seeded_share_of_the_operations():
+    def failing(faults: Faults) -> set[str]:
+        progresses = [
+            Progress(kind, f'{{"name":"n{i}"}}', action, common_pb2.CREATE_REQUESTED, 0, salt=i)
+            for i in range(200)
+            for kind in ("Cloudlet", "ClusterInst", "AppInst")
+            for action in ("create", "update", "delete")
+        ]
+        failed = {p.record_key + p.action: faults.reason(p) for p in progresses}
+        for progress in progresses:
+            reason = failed[progress.record_key + progress.action]
+            if reason is not None:  # each kind and action fails for reasons of its own
+                causes = FAULTS[(progress.type_name, progress.action)]
+                assert reason.removesuffix(" (simulated fault)") in causes
+        return {subject for subject, reason in failed.items() if reason is not None}
+
+    half = failing(Faults(FaultInjection(0.5, seed=1)))
+    assert 0.4 < len(half) / 1800 < 0.6
+    assert failing(Faults(FaultInjection(0.5, seed=1))) == half  # the seed decides
+    assert failing(Faults(FaultInjection(0.5, seed=2))) != half
+    assert failing(Faults(FaultInjection(0.0, seed=1))) == set()
+    assert len(failing(Faults(FaultInjection(1.0, seed=1)))) == 1800

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from app.services.edge.network import free_public_port
+import grpc
+import pytest
+from google.protobuf import json_format
+
+import app.services.edge.kinds as k
+from app.services.edge.network import PUBLIC_PORTS, free_public_port
+from app.services.edge.records import load, put
 from gen.distributed_match_engine import appcommon_pb2
-from gen.edgeproto import refs_pb2, refs_pb2_grpc
+from gen.edgeproto import app_inst_pb2, app_inst_pb2_grpc, cloudlet_pb2, refs_pb2, refs_pb2_grpc
 from tests.harness import run, running
 from tests.services.edge.world import (
     APP,
@@ -177,6 +183,20 @@ def test_static_ip_support_hands_out_the_listed_addresses(tmp_path):
             ]
             assert inst["allocated_ip"] == "192.0.2.10"
             assert (await api.cloudlet_refs(static))["used_static_ips"] == "192.0.2.10"
+            # The next takes the next address; with none left, RESOURCE_EXHAUSTED.
+            spare = {**key, "cluster_key": {"name": "spare"}}
+            await api.progress(
+                "/create/clusterinst", {"key": spare, "ip_access": "IP_ACCESS_DEDICATED"}
+            )
+            refs = await api.cloudlet_refs(static)
+            assert refs["used_static_ips"] == "192.0.2.10,192.0.2.11"
+            games = {**key, "cluster_key": {"name": "games"}}
+            status, error = await api.post(
+                "/create/clusterinst", {"key": games, "ip_access": "IP_ACCESS_DEDICATED"}
+            )
+            assert (status, error["code"]) == (429, 8), error
+            assert "2 of 2 static IPs used" in error["message"]
+            await api.progress("/delete/clusterinst", {"key": spare})
             status, error = await api.post(
                 "/update/cloudlet",
                 {"key": static, "static_ips": "192.0.2.11", "fields": ["static_ips"]},
@@ -196,3 +216,46 @@ def test_root_lb_ports_run_out_as_resource_exhausted():
     assert free_public_port(used, tcp, 10000, ports) == 10001
     assert free_public_port(used, udp, 10000, ports) == 10000
     assert free_public_port({10000: 1, 10001: 1}, tcp, 10000, ports) is None
+
+
+def test_root_lb_ports_running_out_is_resource_exhausted_on_both_transports(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            await _world(api)
+            # Every public port of the root load balancer taken, for tcp and udp, but 12345.
+            store = server.portico.store
+            assert store is not None
+            cloudlet_key = json_format.ParseDict(CLOUDLET, cloudlet_pb2.CloudletKey())
+            async with store.transaction() as tx:
+                refs = await load(tx, k.CLOUDLET_REFS, cloudlet_key)
+                refs.root_lb_ports.update({port: 3 for port in PUBLIC_PORTS if port != 12345})
+                refs.root_lb_ports[12345] = 1
+                await put(tx, k.CLOUDLET_REFS, refs)
+            key = {"app_key": APP, "cluster_inst_key": CLUSTER_INST}
+            # REST: 443/tcp (the load balancer's own) needs a port of the range: none is free.
+            status, error = await api.post("/create/appinst", {"key": key})
+            assert (status, error["code"]) == (429, 8), error
+            assert "no free tcp port left on the root load balancer" in error["message"]
+            assert await api.show("appinst") == []
+            # gRPC: the same; its udp port would have found 12345, but nothing is kept.
+            stub = app_inst_pb2_grpc.AppInstApiStub(server.channel)
+            request = json_format.ParseDict({"key": key}, app_inst_pb2.AppInst())
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                async for _ in stub.CreateAppInst(request, metadata=bearer(api.token)):
+                    pass
+            assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert (await api.cloudlet_refs(CLOUDLET))["root_lb_ports"]["12345"] == 1
+            # A port given back is taken again: the udp one finds 12345 free for udp.
+            async with store.transaction() as tx:
+                refs = await load(tx, k.CLOUDLET_REFS, cloudlet_key)
+                refs.root_lb_ports[20000] = 2
+                await put(tx, k.CLOUDLET_REFS, refs)
+            await api.progress("/create/appinst", {"key": key})
+            [inst] = await api.show("appinst")
+            ports = [(p["proto"], p["public_port"]) for p in inst["mapped_ports"]]
+            assert ports == [("L_PROTO_TCP", 20000), ("L_PROTO_UDP", 12345), ("L_PROTO_HTTP", 443)]
+            used = (await api.cloudlet_refs(CLOUDLET))["root_lb_ports"]
+            assert (used["20000"], used["12345"]) == (3, 3)
+
+    run(scenario())

@@ -6,8 +6,11 @@ import io
 
 import grpc
 import pytest
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from app.__main__ import main
+from app.gateway.registry import Method, Registry
 from gen.edgeproto import (
     app_inst_pb2,
     app_inst_pb2_grpc,
@@ -17,7 +20,8 @@ from gen.edgeproto import (
     exec_pb2,
     exec_pb2_grpc,
 )
-from tests.harness import ADMIN_PASSWORD, run, running
+from tests.auth.test_gate_end_to_end import grpc_call
+from tests.harness import ADMIN_PASSWORD, Running, run, running
 from tests.services.edge.world import (
     APP,
     APP_INST,
@@ -49,6 +53,34 @@ async def _two_developers(api: Rest) -> None:
     await api.progress("/create/clusterinst", {"key": ACME_CLUSTER})
 
 
+DENIED = grpc.StatusCode.PERMISSION_DENIED
+REGISTRY = Registry.from_package("gen")
+
+
+def _method(path: str) -> Method:
+    """The RPC an original REST route (``/delete/app``) calls."""
+    [method] = [m for m in REGISTRY if any(b.path == path for b in m.http)]
+    return method
+
+
+async def _grpc_code(server: Running, token: str, path: str, body: dict) -> grpc.StatusCode:
+    """How the RPC behind ``path`` ends on gRPC, called with ``body``."""
+    method = _method(path)
+    request = json_format.ParseDict(body, method.input_type())
+    return await grpc_call(server.channel, method, token, request)
+
+
+async def _grpc_show(server: Running, token: str, path: str) -> list[Message]:
+    """Everything the Show RPC behind ``path`` streams on gRPC for an empty request."""
+    method = _method(path)
+    call = server.channel.unary_stream(
+        method.grpc_path,
+        request_serializer=method.input_type.SerializeToString,
+        response_deserializer=method.output_type.FromString,
+    )
+    return [found async for found in call(method.input_type(), metadata=bearer(token))]
+
+
 def _developers(shown: list[dict], path: tuple[str, ...]) -> set[str]:
     found = set()
     for obj in shown:
@@ -76,7 +108,14 @@ def test_a_developer_account_sees_and_changes_only_its_developers_objects(tmp_pa
             shown = await alice.show("appinst")
             assert _developers(shown, ("app_key", "developer_key", "name")) == {"AcmeApps"}
             assert len(await alice.show("cloudlet")) == 1
-            # ... and everyone else's are PERMISSION_DENIED, changing nothing.
+            # ... Show filters the same on gRPC ...
+            for path in ("/show/app", "/show/clusterinst", "/show/developer", "/show/appinst"):
+                rest = [
+                    json_format.ParseDict(o, _method(path).output_type())
+                    for o in await alice.show(path.rsplit("/", 1)[1])
+                ]
+                assert await _grpc_show(server, token, path) == rest, path
+            # ... and everyone else's are PERMISSION_DENIED on both transports, changing nothing.
             for path, body in (
                 ("/delete/app", {"key": APP}),
                 ("/update/app", {"key": APP, "command": "x", "fields": ["command"]}),
@@ -89,6 +128,7 @@ def test_a_developer_account_sees_and_changes_only_its_developers_objects(tmp_pa
                 status, error = await alice.post(path, body)
                 assert (status, error["code"]) == (403, 7), (path, error)
                 assert "acts for developer 'AcmeApps'" in error["message"]
+                assert await _grpc_code(server, token, path, body) is DENIED, path
             assert len(await admin.show("appinst")) == 2
             # The same policy on gRPC: Show filters and writes are refused.
             stub = app_inst_pb2_grpc.AppInstApiStub(server.channel)
@@ -140,11 +180,16 @@ def test_operator_accounts_manage_their_cloudlets_and_unbound_accounts_see_every
             other = {"operator_key": {"name": "T-Mobile"}, "name": "x"}
             status, error = await bob.post("/create/cloudlet", {"key": other})
             assert (status, error["code"]) == (403, 7), error
+            assert await _grpc_code(server, bob.token, "/create/cloudlet", {"key": other}) is DENIED
             # ... sees what runs on them, read-only, and no developer's private definitions.
             assert len(await bob.show("clusterinst")) == 2
             assert await bob.show("app") == []
             status, error = await bob.post("/delete/appinst", {"key": APP_INST})
             assert (status, error["code"]) == (403, 7), error
+            assert (
+                await _grpc_code(server, bob.token, "/delete/appinst", {"key": APP_INST}) is DENIED
+            )
+            assert await _grpc_show(server, bob.token, "/show/app") == []
             # An account bound to nothing keeps the global view.
             assert len(await carol.show("app")) == 2
             assert len(await carol.show("appinst")) == 1

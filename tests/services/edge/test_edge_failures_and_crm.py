@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+from websockets.asyncio.client import connect
 
 from app.services.edge.progress import Progress
 from app.services.edge.resource_manager import FAULTS, Faults
@@ -27,7 +29,7 @@ from gen.edgeproto import (
     notice_pb2,
     notice_pb2_grpc,
 )
-from tests.harness import run, running
+from tests.harness import run, running, uvicorn_serving
 from tests.services.edge.world import (
     APP,
     APP_INST,
@@ -447,3 +449,105 @@ def test_simulated_faults_are_a_seeded_share_of_the_operations():
     assert failing(Faults(FaultInjection(0.5, seed=2))) != half
     assert failing(Faults(FaultInjection(0.0, seed=1))) == set()
     assert len(failing(Faults(FaultInjection(1.0, seed=1)))) == 1800
+
+
+class WebSocketCrm:
+    """An external CRM for berlin-1 on the Notify WebSocket (the REST side), in JSON."""
+
+    def __init__(self, socket: Any) -> None:
+        self.socket = socket
+
+    async def hello(self) -> None:
+        me = {"key": {"name": "crm-ws", "node_type": "NODE_CRM", "cloudlet_key": CLOUDLET}}
+        hello = {"action": "VERSION", "version": 1, "filter_cloudlet_key": True}
+        await self.socket.send(json.dumps({**hello, "any": {"@type": f"{ANY}Node", **me}}))
+        while (await self._next())["action"] != "SENDALL_END":
+            pass
+
+    async def _next(self) -> dict:
+        return json.loads(await asyncio.wait_for(self.socket.recv(), TIMEOUT))["result"]
+
+    async def asked(self, type_name: str, state: str | None = None) -> dict:
+        """The next object of ``type_name`` (in ``state``) the controller sends."""
+        while True:
+            obj = (await self._next()).get("any", {})
+            if obj.get("@type") == f"{ANY}{type_name}" and state in (None, obj.get("state")):
+                return obj
+
+    async def report(self, type_name: str, key: dict, **fields: Any) -> None:
+        info = {"@type": f"{ANY}{type_name}", "key": key, **fields}
+        await self.socket.send(json.dumps({"action": "UPDATE", "any": info}))
+
+
+ANY = "type.googleapis.com/edgeproto."
+
+
+def test_an_external_crm_on_the_websocket_drives_cloudlets_and_app_insts(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            await _parents(api)
+            await api.ok("/create/app", {"key": APP, "default_flavor": {"name": "x1.small"}})
+            async with (
+                uvicorn_serving(server.portico.http_app) as address,
+                connect(
+                    f"ws://{address}/v1/edge/notices:stream",
+                    additional_headers={"authorization": f"Bearer {api.token}"},
+                ) as socket,
+            ):
+                crm = WebSocketCrm(socket)
+                await crm.hello()
+                # The Cloudlet is built when its CRM's CloudletInfo says READY, with what it has.
+                create = asyncio.ensure_future(api.progress("/create/cloudlet", {"key": CLOUDLET}))
+                await crm.asked("Cloudlet")
+                await crm.report(
+                    "CloudletInfo",
+                    CLOUDLET,
+                    state="CLOUDLET_STATE_READY",
+                    os_max_ram=2048,
+                    os_max_vcores=4,
+                    os_max_vol_gb=100,
+                )
+                assert await asyncio.wait_for(create, TIMEOUT) == ["Create requested", "Ready"]
+                [info] = await api.show("cloudletinfo")
+                assert (info["state"], info["os_max_ram"]) == ("CLOUDLET_STATE_READY", "2048")
+                # What the CRM reported is the cloudlet's capacity: 3 nodes of 1 GB do not fit.
+                status, error = await api.post(
+                    "/create/clusterinst", {"key": CLUSTER_INST, "num_nodes": 3}
+                )
+                assert (status, error["code"]) == (429, 8), error
+                create = asyncio.ensure_future(
+                    api.progress("/create/clusterinst", {"key": CLUSTER_INST})
+                )
+                asked = await crm.asked("ClusterInst", "CREATE_REQUESTED")
+                await crm.report("ClusterInstInfo", asked["key"], state="READY")
+                assert (await asyncio.wait_for(create, TIMEOUT))[-1] == "Ready"
+                # An AppInst: the CRM's working state shows as progress, then READY ends it.
+                create = asyncio.ensure_future(api.progress("/create/appinst", {"key": APP_INST}))
+                asked = await crm.asked("AppInst", "CREATE_REQUESTED")
+                await crm.report("AppInstInfo", asked["key"], state="CREATING")
+                await crm.asked("AppInst", "CREATING")
+                await crm.report(
+                    "AppInstInfo",
+                    asked["key"],
+                    state="READY",
+                    runtime_info={"container_ids": ["pokemon-abc12"]},
+                )
+                messages = await asyncio.wait_for(create, TIMEOUT)
+                assert messages == ["Create requested", "Creating", "Ready"]
+                [inst] = await api.show("appinst")
+                assert inst["state"] == "READY"
+                assert inst["runtime_info"]["container_ids"] == ["pokemon-abc12"]
+                # A report with nothing in flight (the CRM saw the app fail) shows on the object.
+                await crm.report(
+                    "AppInstInfo", asked["key"], state="CREATE_ERROR", errors=["OOMKilled"]
+                )
+
+                async def app_inst_failed() -> bool:
+                    [shown] = await api.show("appinst")
+                    return (shown["state"], shown.get("errors")) == ("CREATE_ERROR", ["OOMKilled"])
+
+                await eventually(app_inst_failed, timeout=TIMEOUT)
+                await socket.send("")
+
+    run(scenario())

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from gen.edgeproto import app_inst_pb2, app_inst_pb2_grpc, common_pb2
+import asyncio
+from collections.abc import AsyncIterator
+
+from gen.edgeproto import (
+    app_inst_pb2,
+    app_inst_pb2_grpc,
+    common_pb2,
+    notice_pb2,
+    notice_pb2_grpc,
+)
 from tests.harness import run, running
 from tests.services.edge.world import (
     APP,
     APP_INST,
     CLOUDLET,
     CLUSTER_INST,
+    TIMEOUT,
     Rest,
     bearer,
     build_world,
@@ -32,7 +42,33 @@ def test_deleting_an_auto_delete_app_deletes_its_app_insts_first(tmp_path):
             await api.ok(
                 "/update/app", {"key": APP, "del_opt": "AUTO_DELETE", "fields": ["del_opt"]}
             )
+            # A Notify peer watching AppInsts sees the delete's progress before the App goes.
+            outgoing: asyncio.Queue[notice_pb2.Notice | None] = asyncio.Queue()
+            hello = notice_pb2.Notice(action=notice_pb2.VERSION, version=1, want_objs=["AppInst"])
+            outgoing.put_nowait(hello)
+
+            async def requests() -> AsyncIterator[notice_pb2.Notice]:
+                while (notice := await outgoing.get()) is not None:
+                    yield notice
+
+            stub = notice_pb2_grpc.NotifyApiStub(server.channel)
+            watch = aiter(stub.StreamNotice(requests(), metadata=bearer(api.token)))
+            while (await asyncio.wait_for(anext(watch), TIMEOUT)).action != notice_pb2.SENDALL_END:
+                pass
             assert await api.ok("/delete/app", {"key": APP}) == {"message": "Deleted", "code": 0}
+            seen: list[tuple[str, int]] = []
+            while not seen or seen[-1][0] != "DELETE":
+                notice = await asyncio.wait_for(anext(watch), TIMEOUT)
+                inst = app_inst_pb2.AppInst()
+                notice.any.Unpack(inst)
+                seen.append((notice_pb2.NoticeAction.Name(notice.action), inst.state))
+            outgoing.put_nowait(None)  # half-closed, the sync ends
+            assert [notice async for notice in watch] == []
+            assert seen == [
+                ("UPDATE", common_pb2.DELETE_REQUESTED),
+                ("UPDATE", common_pb2.DELETING),
+                ("DELETE", common_pb2.DELETING),
+            ]
             assert await api.show("appinst") == []
             assert await api.show("app") == []
             [refs] = [r["result"] for r in await api.ok("/v1/edge/clusterrefs:show", {})]

@@ -551,3 +551,41 @@ def test_an_external_crm_on_the_websocket_drives_cloudlets_and_app_insts(tmp_pat
                 await socket.send("")
 
     run(scenario())
+
+
+def test_ignore_transient_state_acts_on_a_busy_object_and_still_asks_the_crm(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            token = api.token
+            await build_world(api)
+            crm = Crm(server, token)
+            try:
+                await crm.synced()
+                stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
+                create = asyncio.ensure_future(
+                    _messages(stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token)))
+                )
+                await crm.next_cluster_inst(common_pb2.CREATE_REQUESTED)  # never answered
+                seen, error = await _messages(
+                    stub.DeleteClusterInst(_cluster_inst(), metadata=bearer(token))
+                )
+                assert error is not None and error.code() is grpc.StatusCode.FAILED_PRECONDITION
+                assert "CREATE_REQUESTED" in error.details()
+                # IGNORE_TRANSIENT_STATE lets the delete start; the CRM still carries it out.
+                busy = _cluster_inst(crm_override=common_pb2.IGNORE_TRANSIENT_STATE)
+                delete = asyncio.ensure_future(
+                    _messages(stub.DeleteClusterInst(busy, metadata=bearer(token)))
+                )
+                asked = await crm.next_cluster_inst(common_pb2.DELETE_REQUESTED)
+                assert [i["state"] for i in await api.show("clusterinst")] == ["DELETE_REQUESTED"]
+                crm.report(asked.key, common_pb2.NOT_PRESENT)
+                seen, error = await asyncio.wait_for(delete, TIMEOUT)
+                assert (seen, error) == ([("Delete requested", 0), ("Deleted", 0)], None)
+                await asyncio.wait_for(create, TIMEOUT)  # the abandoned create's stream ends
+                assert await api.show("clusterinst") == []
+                await crm.close()
+            finally:
+                crm.call.cancel()
+
+    run(scenario())

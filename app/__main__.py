@@ -90,10 +90,14 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     tenant = add.add_mutually_exclusive_group()
     tenant.add_argument(
-        "--developer", default="", help="act only for this edge developer organisation"
+        "--developer",
+        type=_organisation,
+        help="act only for this edge developer organisation",
     )
     tenant.add_argument(
-        "--operator", default="", help="act only for this edge operator organisation"
+        "--operator",
+        type=_organisation,
+        help="act only for this edge operator organisation",
     )
     actions.add_parser("list", help="list accounts")
     for action, text in (("disable", "refuse the account's logins and tokens"), ("enable", "")):
@@ -255,6 +259,16 @@ def _role_flag(args: argparse.Namespace) -> str:
     return f" --role {role}" if role else ""
 
 
+def _organisation(name: str) -> str:
+    # An empty name would bind nothing, i.e. give the global view: in a script, an unset
+    # variable ("--developer $DEV") must not silently do that.
+    if not name:
+        raise argparse.ArgumentTypeError(
+            "must name an organisation (leave the option out for none)"
+        )
+    return name
+
+
 def _users(args: argparse.Namespace) -> None:
     settings = _settings(args)
     if not logging.getLogger().handlers:  # not when embedded: a host's logging stays its own
@@ -281,8 +295,8 @@ async def _users_action(settings: Settings, args: argparse.Namespace, password: 
                 args.name,
                 args.role,
                 password,
-                developer=args.developer,
-                operator=args.operator,
+                developer=args.developer or "",
+                operator=args.operator or "",
             )
             print(f"added {account.username} ({account.role}{_binding(account)})")
         elif args.action == "list":

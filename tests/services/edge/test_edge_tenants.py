@@ -214,6 +214,13 @@ def test_users_add_binds_an_account_to_a_developer(tmp_path, monkeypatch, capsys
     assert "alice\toperator\tenabled\tdeveloper AcmeApps" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli("add", "bob", "--role", "operator", "--developer", "A", "--operator", "B", stdin="x\n")
+    # An empty name (an unset variable in a script) is refused, not an unbound account.
+    for option in ("--developer", "--operator"):
+        with pytest.raises(SystemExit):
+            cli("add", "carol", "--role", "operator", option, "", stdin="carol-pass\n")
+        assert "must name an organisation" in capsys.readouterr().err
+    cli("list")
+    assert "carol" not in capsys.readouterr().out
 
     async def scenario() -> None:
         async with running(tmp_path) as server:

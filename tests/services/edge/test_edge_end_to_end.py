@@ -8,7 +8,6 @@ from typing import Any
 
 import grpc
 import pytest
-from websockets.asyncio.client import connect
 
 from app.services.edge.presence import prune_stale
 from app.services.edge.records import CONTROLLER_LEASE
@@ -30,7 +29,7 @@ from gen.edgeproto import (
     refs_pb2,
     refs_pb2_grpc,
 )
-from tests.harness import eventually, run, running, uvicorn_serving
+from tests.harness import eventually, run, running
 from tests.services.edge.world import (
     APP,
     APP_INST,
@@ -42,6 +41,7 @@ from tests.services.edge.world import (
     Rest,
     bearer,
     build_world,
+    notify_socket,
     rest_api,
     violation_fields,
 )
@@ -641,13 +641,7 @@ def test_notify_over_rest_and_websocket(tmp_path):
             types = [line["result"]["any"]["@type"].rsplit("/", 1)[1] for line in lines[1:3]]
             assert types == ["edgeproto.Flavor", "edgeproto.App"]
             # A WebSocket stays live after the snapshot.
-            async with (
-                uvicorn_serving(server.portico.http_app) as address,
-                connect(
-                    f"ws://{address}/v1/edge/notices:stream",
-                    additional_headers={"authorization": f"Bearer {token}"},
-                ) as socket,
-            ):
+            async with notify_socket(server, token) as socket:
                 await socket.send(json.dumps({**hello, "want_objs": ["Operator"]}))
                 received = [json.loads(await socket.recv())["result"] for _ in range(3)]
                 assert [r["action"] for r in received] == ["VERSION", "UPDATE", "SENDALL_END"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +13,6 @@ import pytest
 from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from websockets.asyncio.client import connect
 
 from app.services.edge.progress import Progress
 from app.services.edge.resource_manager import FAULTS, Faults
@@ -29,7 +29,7 @@ from gen.edgeproto import (
     notice_pb2,
     notice_pb2_grpc,
 )
-from tests.harness import run, running, uvicorn_serving
+from tests.harness import run, running
 from tests.services.edge.world import (
     APP,
     APP_INST,
@@ -41,6 +41,7 @@ from tests.services.edge.world import (
     Rest,
     bearer,
     build_world,
+    notify_socket,
     rest_api,
 )
 from tests.services.kudo.world import eventually
@@ -190,11 +191,21 @@ class Crm:
         while (notice := await self.outgoing.get()) is not None:
             yield notice
 
-    async def synced(self) -> None:
-        while (
-            await asyncio.wait_for(anext(self.replies), TIMEOUT)
-        ).action != notice_pb2.SENDALL_END:
-            pass
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def synced(cls, server: Any, token: str) -> AsyncIterator[Crm]:
+        """A CRM connected and past the initial sync, until the block ends (then it
+        half-closes, and the stream must end)."""
+        crm = cls(server, token)
+        try:
+            while (
+                await asyncio.wait_for(anext(crm.replies), TIMEOUT)
+            ).action != notice_pb2.SENDALL_END:
+                pass
+            yield crm
+            await crm.close()
+        finally:
+            crm.call.cancel()
 
     async def next_cluster_inst(self, state: int) -> clusterinst_pb2.ClusterInst:
         """The next ClusterInst the controller sends in ``state``."""
@@ -222,9 +233,7 @@ def test_an_external_crm_drives_cluster_insts_and_crm_override_behaves(tmp_path)
             api = await rest_api(server)
             token = api.token
             await build_world(api)  # the cloudlet is built by the simulated CRM
-            crm = Crm(server, token)
-            try:
-                await crm.synced()
+            async with Crm.synced(server, token) as crm:
                 stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
 
                 # The CRM, not the simulation, decides: CREATING, then CREATE_ERROR.
@@ -285,9 +294,6 @@ def test_an_external_crm_drives_cluster_insts_and_crm_override_behaves(tmp_path)
                 assert await api.show("clusterinst") == []
                 refs = await api.cloudlet_refs()
                 assert refs.get("used_ram", "0") == "0"
-                await crm.close()
-            finally:
-                crm.call.cancel()
 
     run(scenario())
 
@@ -488,13 +494,7 @@ def test_an_external_crm_on_the_websocket_drives_cloudlets_and_app_insts(tmp_pat
             api = await rest_api(server)
             await _parents(api)
             await api.ok("/create/app", {"key": APP, "default_flavor": {"name": "x1.small"}})
-            async with (
-                uvicorn_serving(server.portico.http_app) as address,
-                connect(
-                    f"ws://{address}/v1/edge/notices:stream",
-                    additional_headers={"authorization": f"Bearer {api.token}"},
-                ) as socket,
-            ):
+            async with notify_socket(server, api.token) as socket:
                 crm = WebSocketCrm(socket)
                 await crm.hello()
                 # The Cloudlet is built when its CRM's CloudletInfo says READY, with what it has.
@@ -559,9 +559,7 @@ def test_ignore_transient_state_acts_on_a_busy_object_and_still_asks_the_crm(tmp
             api = await rest_api(server)
             token = api.token
             await build_world(api)
-            crm = Crm(server, token)
-            try:
-                await crm.synced()
+            async with Crm.synced(server, token) as crm:
                 stub = clusterinst_pb2_grpc.ClusterInstApiStub(server.channel)
                 create = asyncio.ensure_future(
                     _messages(stub.CreateClusterInst(_cluster_inst(), metadata=bearer(token)))
@@ -584,8 +582,5 @@ def test_ignore_transient_state_acts_on_a_busy_object_and_still_asks_the_crm(tmp
                 assert (seen, error) == ([("Delete requested", 0), ("Deleted", 0)], None)
                 await asyncio.wait_for(create, TIMEOUT)  # the abandoned create's stream ends
                 assert await api.show("clusterinst") == []
-                await crm.close()
-            finally:
-                crm.call.cancel()
 
     run(scenario())

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+from websockets.asyncio.client import ClientConnection, connect
 
-from tests.harness import Running
+from tests.harness import Running, uvicorn_serving
 
 TIMEOUT = 10.0
 OPERATOR = {"name": "Acme Telecom"}
@@ -58,6 +61,19 @@ class Rest:
 
 async def rest_api(server: Running) -> Rest:
     return Rest(server, await server.login())
+
+
+@contextlib.asynccontextmanager
+async def notify_socket(server: Running, token: str) -> AsyncIterator[ClientConnection]:
+    """The Notify stream's WebSocket (its REST side), on a real uvicorn serving ``server``."""
+    async with (
+        uvicorn_serving(server.portico.http_app) as address,
+        connect(
+            f"ws://{address}/v1/edge/notices:stream",
+            additional_headers={"authorization": f"Bearer {token}"},
+        ) as socket,
+    ):
+        yield socket
 
 
 def bearer(token: str) -> tuple[tuple[str, str], ...]:

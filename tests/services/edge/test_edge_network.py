@@ -121,6 +121,13 @@ def test_dedicated_access_takes_dynamic_ips_until_exhausted_and_gives_them_back(
             assert (status, error["code"]) == (429, 8), error
             assert "1 of 1 dynamic IPs" in error["message"]
             assert len(await api.show("clusterinst")) == 2
+            # ip_access is settled at create: an update may not change it.
+            status, error = await api.post(
+                "/update/clusterinst",
+                {"key": _inst("solo"), "ip_access": "IP_ACCESS_SHARED", "fields": ["ip_access"]},
+            )
+            assert (status, error["code"]) == (400, 3), error
+            assert error["details"][0]["field_violations"][0]["field"] == "fields[0]"
             # DEDICATED_OR_SHARED falls back to shared.
             await api.progress(
                 "/create/clusterinst",

@@ -140,7 +140,11 @@ class Gate:
         _count(LOGINS, "success")
         audit.info("login: %s role=%s", seen, account.role)
         return self.issuer.issue(
-            account_id=str(account.id), username=account.username, role=account.role
+            account_id=str(account.id),
+            username=account.username,
+            role=account.role,
+            developer=account.developer,
+            operator=account.operator,
         )
 
     def client_address(self, peer: str, metadata: Iterable[tuple[str, str | bytes]]) -> str:

@@ -67,9 +67,21 @@ class TokenIssuer:
             )
 
     def issue(
-        self, *, account_id: str, username: str, role: str, now: float | None = None
+        self,
+        *,
+        account_id: str,
+        username: str,
+        role: str,
+        developer: str = "",
+        operator: str = "",
+        now: float | None = None,
     ) -> tuple[str, Claims]:
-        """A signed token for the account, and its claims."""
+        """A signed token for the account, and its claims.
+
+        ``developer``/``operator`` (the edge organisation a bound account acts for) are written
+        into the token only so the dashboard can say so and shape its actions; nothing verifies
+        them: the gate reads the binding from the account on every check.
+        """
         issued = int(time.time() if now is None else now)
         claims = Claims(
             account_id, username, role, uuid.uuid4().hex, issued, issued + self.ttl_seconds
@@ -85,6 +97,7 @@ class TokenIssuer:
             "iss": ISSUER,
             "aud": AUDIENCE,
         }
+        payload.update({k: v for k, v in (("developer", developer), ("operator", operator)) if v})
         return jwt.encode(payload, self.secret, algorithm=ALGORITHM), claims
 
     def verify(self, token: str, *, now: float | None = None) -> Claims:

@@ -4,7 +4,7 @@
 import { api, loadDocument, readJson } from './api.js';
 import { $, element, show } from './dom.js';
 import { openMethod, renderMethodList, setUpExplorer, abortCall } from './explorer.js';
-import { forget, isOpen, mayCall, remember, role, claims, setOpen, token, username } from './session.js';
+import { forget, isOpen, mayCall, remember, role, setOpen, tenant, token, username } from './session.js';
 import { leaveView } from './ui.js';
 import { renderCluster, renderClusters } from './views/kaas.js';
 import { renderEdge, renderDeveloper } from './views/edge.js';
@@ -129,9 +129,9 @@ function showLogin(message = '') {
 function showApp() {
   show($('login'), false);
   show($('login-error'), false);
-  const tenant = claims().tenant || claims().organization;
+  const bound = tenant();
   $('whoami').textContent = `${username()}`;
-  $('role').textContent = tenant ? `${role()} · ${tenant}` : role();
+  $('role').textContent = bound.kind ? `${role()} · ${bound.kind} ${bound.name}` : role();
   show($('session'), !isOpen());
   show($('app'), true);
   if (api.doc) {

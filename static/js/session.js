@@ -40,6 +40,23 @@ export function role() {
   return claims().role || 'viewer';
 }
 
+// The edge organisation an account is bound to ({} for none), as its token names it
+// (app/services/edge/tenancy.py decides on the server, from the account itself).
+export function tenant() {
+  const { developer, operator } = claims();
+  if (developer) return { kind: 'developer', name: String(developer) };
+  if (operator) return { kind: 'operator', name: String(operator) };
+  return {};
+}
+
+// Whether this account may change an edge instance (ClusterInst, AppInst) of ``developer``:
+// a developer account only its own; an operator account none (it reads those on its cloudlets).
+export function mayChangeInstanceOf(developer) {
+  const bound = tenant();
+  if (bound.kind === 'operator') return false;
+  return !bound.kind || bound.name === developer;
+}
+
 // The server's role policy, read from method names the way it is (app/auth/policy.py; a test
 // checks that both agree for every RPC and role). It only decides which actions the page offers.
 const PUBLIC = new Set(['services.auth.AuthService.Login', 'services.auth.AuthService.CheckToken']);

@@ -49,6 +49,13 @@ def test_issued_token_round_trips_with_every_claim():
     assert verified.token_id == claims.token_id
 
 
+def test_a_bound_account_s_token_names_its_organisation_for_the_dashboard():
+    bound, _ = ISSUER.issue(account_id="7", username="dana", role="operator", developer="acme")
+    assert jwt.get_unverified_claims(bound)["developer"] == "acme"
+    free, _ = ISSUER.issue(account_id="8", username="erin", role="operator")
+    assert not {"developer", "operator"} & set(jwt.get_unverified_claims(free))
+
+
 def test_each_token_has_its_own_id():
     first, _ = ISSUER.issue(account_id="1", username="a", role="admin")
     second, _ = ISSUER.issue(account_id="1", username="a", role="admin")

@@ -264,6 +264,31 @@ def test_edge_fills_and_a_delete_shows_its_progress_live(browser, live_server, s
     assert not_reloaded(browser)
 
 
+def test_a_tenant_bound_account_sees_its_tenant(browser, live_server):
+    """An account acting for one edge organisation sees that organisation's objects, the page
+    says which, and it offers no action on what the organisation may only read."""
+    for name, binding in (
+        ("acme-dev", {"developer": "acme"}),
+        ("telco", {"operator": "Demo Telecom"}),
+    ):
+        live_server.call(live_server.server.add_account(name, "operator", "password1", **binding))
+
+    logged_in(browser, live_server, "#/edge", "acme-dev", "password1")
+    assert by_id(browser, "role").text == "operator · developer acme"
+    wait(browser).until(lambda b: "demo-cloudlet" in table_text(b, "Cloudlets"))  # shared, read
+    assert row_keys(browser, "App instances") == [] and row_keys(browser, "Developers") == []
+    assert "Demo Games" not in table_text(browser, "Cluster instances")
+
+    logged_in(browser, live_server, "#/edge", "telco", "password1")
+    assert by_id(browser, "role").text == "operator · operator Demo Telecom"
+    # The instances on its cloudlet, read-only: no create, no delete.
+    wait(browser).until(lambda b: "Demo Games" in table_text(b, "App instances"))
+    assert "demo-cluster" in table_text(browser, "Cluster instances")
+    assert row_keys(browser, "Developers") == []
+    offered = "return [...document.querySelectorAll('[data-action]')].map((e) => e.dataset.action)"
+    assert browser.execute_script(offered) == []
+
+
 def test_storage_shows_health_capacity_and_io_over_time(browser, live_server, shots):
     logged_in(browser, live_server, "#/storage")
     wait(browser).until(lambda b: len(row_keys(b, "Storage nodes")) == 4)

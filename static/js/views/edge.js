@@ -8,6 +8,7 @@ import { collect, stream } from '../api.js';
 import { element, link, statusPill, table, timeCell } from '../dom.js';
 import { actionButton, confirmAction, every, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
 import { objectGraph } from '../graph.js';
+import { mayChangeInstanceOf, tenant } from '../session.js';
 
 const E = 'edgeproto';
 const REFRESH_MS = 5000;
@@ -74,7 +75,8 @@ export function renderEdge(root, go) {
       cloudlets.replaceChildren(failure(error));
     }
   };
-  const createAppInst = actionButton(`${E}.AppInstApi.CreateAppInst`, 'Create app instance', () => {
+  // An account bound to an operator reads the instances on its cloudlets but makes none.
+  const createAppInst = tenant().kind === 'operator' ? null : actionButton(`${E}.AppInstApi.CreateAppInst`, 'Create app instance', () => {
     formDialog(`${E}.AppInstApi.CreateAppInst`, {
       title: 'Create an app instance',
       submitLabel: 'Create',
@@ -91,7 +93,8 @@ export function renderEdge(root, go) {
     section('Cloudlets', cloudlets), section('Cluster instances', clusterInsts), section('App instances', appInsts),
     section('Developers', developers));
 
-  function deleteButton(rpc, what, key) {
+  function deleteButton(rpc, what, key, developer) {
+    if (!mayChangeInstanceOf(developer)) return null;
     return actionButton(rpc, 'Delete', async () => {
       if (await confirmAction(`Delete ${what}?`, `${what} will be deleted; its progress shows above.`, 'Delete')) {
         withProgress(progress, `Delete ${what}`, rpc, { key }, refresh);
@@ -114,7 +117,7 @@ export function renderEdge(root, go) {
       { label: 'State', value: (c) => statusPill(c.state) },
       { label: 'Nodes', value: (c) => `${c.num_masters} + ${c.num_nodes}` },
       { label: 'Flavor', value: (c) => (c.flavor || {}).name },
-      { label: '', value: (c) => deleteButton(`${E}.ClusterInstApi.DeleteClusterInst`, `cluster instance ${clusterInstName(c.key)}`, c.key) || '' },
+      { label: '', value: (c) => deleteButton(`${E}.ClusterInstApi.DeleteClusterInst`, `cluster instance ${clusterInstName(c.key)}`, c.key, c.key.developer) || '' },
     ], ci, { key: (c) => JSON.stringify(c.key), label: 'Cluster instances', empty: 'No cluster instances.' }));
     appInsts.replaceChildren(table([
       { label: 'App', value: (a) => appName(a.key.app_key) },
@@ -123,7 +126,7 @@ export function renderEdge(root, go) {
       { label: 'State', value: (a) => statusPill(a.state) },
       { label: 'URI', value: (a) => a.uri },
       { label: 'Created', value: (a) => timeCell(a.created_at) },
-      { label: '', value: (a) => deleteButton(`${E}.AppInstApi.DeleteAppInst`, `app instance ${appName(a.key.app_key)} on ${clusterInstName(a.key.cluster_inst_key)}`, a.key) || '' },
+      { label: '', value: (a) => deleteButton(`${E}.AppInstApi.DeleteAppInst`, `app instance ${appName(a.key.app_key)} on ${clusterInstName(a.key.cluster_inst_key)}`, a.key, ((a.key.app_key || {}).developer_key || {}).name) || '' },
     ], ai, { key: (a) => JSON.stringify(a.key), label: 'App instances', empty: 'No app instances.' }));
     developers.replaceChildren(table([
       { label: 'Developer', value: (d) => link(`#/edge/developer/${encodeURIComponent(d.key.name)}`, d.key.name) },

@@ -108,7 +108,7 @@ def test_clusters_fill_from_demo_data_and_open_by_keyboard(browser, live_server,
     wait(browser).until(lambda b: b.execute_script("return location.hash") == "#/kaas")
 
 
-def test_a_cluster_made_with_the_form_then_scaled_and_deleted_with_confirmation(
+def test_a_cluster_made_with_the_form_then_scaled_upgraded_and_deleted_with_confirmation(
     browser, live_server
 ):
     logged_in(browser, live_server, "#/kaas")
@@ -143,6 +143,13 @@ def test_a_cluster_made_with_the_form_then_scaled_and_deleted_with_confirmation(
     count.send_keys("3")
     by_id(browser, "dialog-submit").click()
     wait(browser).until(lambda b: len(row_keys(b, "Machines")) == 4)
+
+    # Upgrade offers the newer version and asks first; confirmed, every machine moves to it.
+    css(browser, "[data-action='cnct.kaas.api.Cluster.UpgradeCluster']")[0].click()
+    wait(browser).until(lambda b: "1.32.0" in by_id(b, "dialog").text)
+    confirm(browser, True)
+    wait(browser).until(lambda b: "1.31.2" not in table_text(b, "Machines"))
+    assert "1.32.0" in table_text(browser, "Machines")
 
     delete = css(browser, "[data-action='cnct.kaas.api.Cluster.DeleteCluster']")[0]
     delete.click()

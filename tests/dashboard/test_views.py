@@ -14,6 +14,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as visible
 
+from gen.scheduler import scheduler_pb2, scheduler_pb2_grpc
 from tests.dashboard.conftest import LiveServer, live_portico
 from tests.dashboard.pages import (
     by_id,
@@ -27,6 +28,7 @@ from tests.dashboard.pages import (
     wait,
 )
 from tests.dashboard.test_explorer import start_instance
+from tests.services.kudo.world import bearer
 
 pytestmark = pytest.mark.chromium
 
@@ -209,7 +211,13 @@ def test_a_dropped_stream_reconnects_and_resumes(browser, live_server):
     assert not_reloaded(browser)
 
 
-def test_a_pod_page_follows_its_logs(browser, live_server, shots):
+async def stop_instance(live: LiveServer, instance_id: str) -> None:
+    token = await live.server.login()
+    stub = scheduler_pb2_grpc.InstanceServiceStub(live.server.channel)
+    await stub.Stop(scheduler_pb2.InstanceIdentifier(id=instance_id), metadata=bearer(token))
+
+
+def test_a_pod_page_follows_its_logs_across_a_drop(browser, live_server, shots):
     logged_in(browser, live_server, "#/runtime")
     wait(browser).until(lambda b: len(row_keys(b, "Pods")) >= 2)
     css(browser, "table[aria-label='Pods'] tbody tr a")[0].click()
@@ -220,6 +228,25 @@ def test_a_pod_page_follows_its_logs(browser, live_server, shots):
     badge = css(browser, "#view .live-badge")[0]
     wait(browser).until(lambda _: badge.get_attribute("data-state") == "live")  # following
     screenshot(browser, "pod", shots)
+
+    # The log stream drops and comes back (every state it passes through is recorded, so no
+    # moment has to be caught), resumes without repeating a line, and follows what comes next.
+    browser.execute_script(
+        "const badge = arguments[0]; window.logStates = [];"
+        "new MutationObserver(() => window.logStates.push(badge.dataset.state))"
+        ".observe(badge, { attributes: true, attributeFilter: ['data-state'] });"
+        "window.dispatchEvent(new Event('offline'))",
+        badge,
+    )
+    wait(browser).until(
+        lambda b: b.execute_script("return window.logStates.slice(-1)[0] === 'live'")
+    )
+    assert "reconnecting" in browser.execute_script("return window.logStates")
+    pod = browser.execute_script("return location.hash").rsplit("/", 1)[1]
+    live_server.call(stop_instance(live_server, pod))
+    wait(browser).until(lambda b: "container exited with code 0" in by_id(b, "logs").text)
+    lines = by_id(browser, "logs").text.splitlines()
+    assert len(lines) == len(set(lines)), lines
 
 
 def test_edge_fills_and_a_delete_shows_its_progress_live(browser, live_server, shots):

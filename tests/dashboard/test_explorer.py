@@ -141,6 +141,14 @@ def test_an_untouched_form_sends_nothing_and_the_error_names_the_field(browser, 
     # Only what was set goes out: the form sent {} (no worker_node_pools: []).
     json_mode(browser)
     assert json.loads(by_id(browser, "request").get_attribute("value")) == {}
+    # Nor a template of zero values for a big request: an untouched ShowAppInst asks for all.
+    go(browser, "#/explorer/edgeproto.AppInstApi.ShowAppInst")
+    wait(browser).until(
+        lambda b: by_id(b, "method-name").text == "edgeproto.AppInstApi.ShowAppInst"
+    )
+    assert call(browser, "ended").startswith("200")
+    sent = browser.execute_script("return JSON.parse(sessionStorage.getItem('portico.history'))")
+    assert sent[0]["rpc"] == "edgeproto.AppInstApi.ShowAppInst" and sent[0]["body"] == "{}"
 
 
 def test_a_form_built_create_with_nested_and_repeated_fields(browser, live_server):

@@ -82,10 +82,6 @@ export function timeCell(raw) {
   return element('time', { datetime: date.toISOString(), title: rawText, class: 'ts' }, FORMAT.format(date));
 }
 
-export function isTimeField(name) {
-  return /(^|_)(at|time|timestamp|date|age)$|At$|Time$|Timestamp$/.test(name);
-}
-
 // -- tables -----------------------------------------------------------------------------------
 
 // columns: [{ label, value(row) -> Node|string, key }]; rows get data-key = key(row).

@@ -1,7 +1,7 @@
 """The server's open streams, on both transports: kept alive while idle, ended on shutdown.
 
-A stream registers the task that runs it. One ticker (not a timer per stream) sends a keepalive
-on every HTTP stream that has been quiet for the heartbeat interval, so proxies keep idle watches
+A stream registers the task that runs it. One ticker (not a timer per stream) sends keepalives
+so that no HTTP stream is quiet longer than the heartbeat interval, so proxies keep idle watches
 open. On shutdown every registered task is cancelled; the flow that runs it sees
 :attr:`OpenStreams.closing` and ends its stream with a final ``UNAVAILABLE`` status ("server
 shutting down") in its protocol's form, instead of the abrupt end a cancellation would be.
@@ -98,18 +98,31 @@ class OpenStreams:
         if self._ticker is not None:
             self._ticker.cancel()
 
+    def due(self, now: float) -> list[tuple[Stream, Beat]]:
+        """The streams that get a keepalive at the tick at ``now``: those that would be quiet
+        longer than the heartbeat interval by the next tick. (Waiting until a stream had been
+        quiet a whole interval would let the gap grow to an interval and a tick.)"""
+        latest = now + self.tick_seconds - self.heartbeat_seconds
+        return [
+            (s, s.beat)
+            for s in self._streams.values()
+            if s.beat is not None and s.last_sent <= latest
+        ]
+
+    @property
+    def tick_seconds(self) -> float:
+        return self.heartbeat_seconds / 3
+
     async def _tick(self) -> None:
-        interval = self.heartbeat_seconds
         loop = asyncio.get_running_loop()
         while self._streams:
-            await asyncio.sleep(interval / 3)
+            await asyncio.sleep(self.tick_seconds)
             now = loop.time()
-            for stream in list(self._streams.values()):
-                if stream.beat is not None and now - stream.last_sent >= interval:
-                    stream.last_sent = now
-                    beating = loop.create_task(_quietly(stream.beat()))
-                    self._beating.add(beating)
-                    beating.add_done_callback(self._beating.discard)
+            for stream, beat in self.due(now):
+                stream.last_sent = now
+                beating = loop.create_task(_quietly(beat()))
+                self._beating.add(beating)
+                beating.add_done_callback(self._beating.discard)
 
 
 async def _quietly(beat: Awaitable[None]) -> None:

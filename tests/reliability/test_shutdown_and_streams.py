@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from app.gateway.admission import NO_AUTH
+from app.gateway.open_streams import OpenStreams
 from app.gateway.routes import GatewayOptions, create_app
 from app.store import ObjectStore
 from gen.edgeproto import node_pb2, notice_pb2, notice_pb2_grpc
@@ -170,6 +171,34 @@ def test_idle_streams_carry_keepalives(tmp_path: Path) -> None:
                 assert await asyncio.wait_for(anext(chunks), 5) == b"\n"
 
     run(scenario())
+
+
+def test_no_stream_is_quiet_longer_than_the_heartbeat_interval() -> None:
+    # Which ticks of the one ticker send a stream its keepalive, on the ticker's own clock: the
+    # first must come no later than an interval after the stream last sent anything, wherever
+    # that falls between ticks (a keepalive once a stream had been quiet a whole interval came
+    # up to a tick late: 20 s apart with the default 15).
+    async def first_keepalives() -> dict[float, float]:
+        streams = OpenStreams(heartbeat_seconds=15)
+        stream = streams.enter()
+        stream.beat = _no_beat
+        tick = streams.tick_seconds
+        first = {}
+        for last_sent in (0.0, 0.01, 2.5, tick - 0.01, tick):
+            stream.last_sent = last_sent
+            at = tick
+            while not streams.due(at):
+                at += tick
+            first[last_sent] = at
+        streams.leave(stream)
+        return first
+
+    for last_sent, beat_at in asyncio.run(first_keepalives()).items():
+        assert last_sent < beat_at <= last_sent + 15, (last_sent, beat_at)
+
+
+async def _no_beat() -> None:
+    pass
 
 
 class _WatchingShelf(ShelfServicer):

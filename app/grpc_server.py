@@ -269,8 +269,14 @@ def _guard_stream(
     async def guarded(request: Any, grpc_context: grpc.aio.ServicerContext) -> Any:
         context = IdentifiedContext(grpc_context)
         try:
-            async with admit.open(method, context) as stream:
-                replies = behaviour(await admit(method, request, context), context)
+            async with (
+                admit.open(method, context) as stream,
+                # Closed here, also when the stream ends while the servicer waits at a yield:
+                # its clean-up then runs now, before a shutdown closes the store under it.
+                contextlib.aclosing(
+                    behaviour(await admit(method, request, context), context)
+                ) as replies,
+            ):
                 while True:
                     try:
                         reply = await anext(replies)

@@ -26,10 +26,11 @@ import pytest
 from app.gateway.admission import NO_AUTH
 from app.gateway.open_streams import OpenStreams
 from app.gateway.routes import GatewayOptions, create_app
+from app.grpc_server import create_server, start, stop
 from app.store import ObjectStore
 from gen.edgeproto import node_pb2, notice_pb2, notice_pb2_grpc
 from tests.gateway.conftest import shelf_registry
-from tests.gateway.shelf import SERVICE, ShelfServicer, pb
+from tests.gateway.shelf import SERVICE, ShelfServicer, pb, pb_grpc
 from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving
 from tests.reliability.server import start_server
 
@@ -119,6 +120,58 @@ def test_sigterm_ends_open_streams_on_both_transports_and_exits_0(tmp_path: Path
         server.kill()
     assert code == 0, server.log()
     assert took < GRACE + 5, f"exited {took:.1f} s after SIGTERM"
+    # The streams' own clean-up ran before the store closed: nothing was left to fail later.
+    assert "Traceback" not in server.log() and " ERROR " not in server.log(), server.log()
+
+
+class _EndlessShelf(ShelfServicer):
+    """Things as fast as the client takes them; its clean-up takes a moment, as a store write
+    does (the edge stream unregisters its node)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cleaned_up = False
+
+    async def ListThings(self, request: Any, context: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+        try:
+            while True:
+                yield pb.Thing(name="again")  # never waits but here: ends at this yield
+        finally:
+            await asyncio.sleep(0.5)
+            self.cleaned_up = True
+
+
+def test_a_grpc_stream_ended_by_shutdown_cleans_up_before_its_final_status() -> None:
+    # The servicer's generator was left open at its yield, to be closed whenever it was
+    # collected: at a server's exit that was after the store had closed, so its clean-up failed
+    # with a traceback (and a node of the edge stream stayed registered).
+    async def scenario() -> tuple[grpc.StatusCode, bool]:
+        servicer = _EndlessShelf()
+        streams = OpenStreams()
+        server, port = create_server(
+            "127.0.0.1:0",
+            shelf_registry(),
+            {SERVICE: servicer},
+            authenticate=NO_AUTH,
+            streams=streams,
+        )
+        await start(server)
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                call = pb_grpc.ShelfStub(channel).ListThings(pb.ListThingsRequest(parent="s"))
+                await call.read()
+                streams.close_all()
+                try:
+                    while True:
+                        await call.read()
+                except grpc.aio.AioRpcError as error:
+                    return error.code(), servicer.cleaned_up
+        finally:
+            await stop(server, grace=1)
+
+    code, cleaned_up = asyncio.run(scenario())
+    assert code is grpc.StatusCode.UNAVAILABLE
+    assert cleaned_up
 
 
 def test_readiness_fails_and_new_calls_are_refused_once_shutting_down(tmp_path: Path) -> None:

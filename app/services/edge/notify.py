@@ -42,7 +42,7 @@ from app.services.edge.validation import check_key
 from app.services.names import dns_name
 from app.services.status import Rejected, Violations
 from app.sim.clock import Clock
-from app.store import EventType, ObjectStore
+from app.store import Event, EventType, ObjectStore
 from gen.edgeproto import node_pb2, notice_pb2
 
 NOTIFY_VERSION = 1
@@ -162,6 +162,7 @@ class NoticeSync:
         by_kind = {kind.kind: kind for kind in types}
         reader = asyncio.ensure_future(self._absorb(requests))
         events = self.store.watch(tuple(by_kind), revision)
+        upcoming: asyncio.Future[Event] | None = None
         try:
             while True:
                 upcoming = asyncio.ensure_future(anext(events))
@@ -179,9 +180,13 @@ class NoticeSync:
                 action = notice_pb2.DELETE if event.type is EventType.DELETED else notice_pb2.UPDATE
                 yield _packed(obj, action)
         finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
+            # Ended while waiting (the caller went away, or a shutdown): the pending read goes
+            # too, else it would fail alone once the store closes, a traceback in the log.
+            for pending in (reader, upcoming):
+                if pending is not None:
+                    pending.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await pending
             await events.aclose()
 
     async def _absorb(self, requests: AsyncIterator[notice_pb2.Notice]) -> None:

@@ -30,6 +30,17 @@ class PortBusy(ConfigurationError):
         )
 
 
+class AddressUnusable(ConfigurationError):
+    """A listen address this machine cannot bind (not one of its addresses, or no such name)."""
+
+    def __init__(self, transport: str, host: str, exc: OSError) -> None:
+        variable = "PORTICO_GRPC_HOST" if transport == "gRPC" else "PORTICO_HTTP_HOST"
+        super().__init__(
+            f"{variable}: cannot listen on {host!r} ({exc.strerror or exc}); allowed: an address "
+            "of this machine, or a name resolving to one"
+        )
+
+
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
@@ -49,7 +60,7 @@ def http_socket(host: str, port: int, *, shared: bool) -> socket.socket:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise PortBusy("HTTP", host, port) from None
-        raise
+        raise AddressUnusable("HTTP", host, exc) from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
@@ -67,15 +78,14 @@ def reserved_free_port(host: str) -> socket.socket:
 
 @contextlib.contextmanager
 def claimed_ports(settings: Settings) -> Iterator[None]:
-    """Hold the server's ports for its lifetime; PortBusy if another server has one."""
+    """Hold the server's ports for its lifetime; PortBusy if another server has one, and
+    AddressUnusable for a host this machine cannot listen on (checked before anything starts)."""
     held: list[socket.socket] = []
     try:
         for transport, host, port in (
             ("HTTP", settings.http_host, settings.http_port),
             ("gRPC", settings.grpc_host, settings.grpc_port),
         ):
-            if port == 0:  # the free port picked for the workers is held until they end
-                continue
             held.extend(_claim(transport, host, port))
         yield
     finally:
@@ -85,7 +95,9 @@ def claimed_ports(settings: Settings) -> Iterator[None]:
 
 def _claim(transport: str, host: str, port: int) -> list[socket.socket]:
     held = []
-    if sys.platform == "linux":
+    # Port 0: the free port picked for the workers is held until they end; only the address
+    # is checked here.
+    if port != 0 and sys.platform == "linux":
         lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             lock.bind(f"\0portico-listen-{host}:{port}")
@@ -93,16 +105,14 @@ def _claim(transport: str, host: str, port: int) -> list[socket.socket]:
             lock.close()
             raise PortBusy(transport, host, port) from None
         held.append(lock)
-    probe = socket.socket(_family(host), socket.SOCK_STREAM)
-    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        probe.bind((host, port))
+        with socket.socket(_family(host), socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
     except OSError as exc:
         for sock in held:
             sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise PortBusy(transport, host, port) from None
-        raise
-    finally:
-        probe.close()
+        raise AddressUnusable(transport, host, exc) from None
     return held

@@ -56,6 +56,28 @@ def test_a_bad_flag_is_refused_the_same_way(monkeypatch):
     assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")
 
 
+@pytest.mark.parametrize(
+    ("variable", "host"),
+    [("PORTICO_HTTP_HOST", "192.0.2.1"), ("PORTICO_GRPC_HOST", "2001:db8::1")],
+)
+def test_a_host_this_machine_cannot_listen_on_stops_serve_with_one_line(
+    monkeypatch, tmp_path, variable, host
+):
+    # A well-formed address of no interface here (documentation ranges). It passed the syntax
+    # check and failed deep in the start-up with a traceback, after the store had been opened.
+    monkeypatch.setenv(variable, host)
+    for setting in ("PORTICO_HTTP_PORT", "PORTICO_GRPC_PORT"):
+        monkeypatch.setenv(setting, "0")
+    monkeypatch.setenv("PORTICO_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr("app.serving.run_event_loop", _started_anyway)
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve"])
+    message = str(stopped.value.code)
+    assert message.startswith(f"portico: {variable}: cannot listen on {host!r} ("), message
+    assert "an address of this machine" in message and "\n" not in message
+    assert not (tmp_path / "data").exists()
+
+
 def test_the_real_command_prints_one_line_and_fails(tmp_path):
     # This one was a traceback; the in-process test above covers the other values.
     variable, value = "PORTICO_SIM_FAILURE_RATIO", "7"

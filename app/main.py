@@ -78,6 +78,7 @@ class Portico:
         self.shutting_down = False
         self.streams = OpenStreams(settings.stream_heartbeat_seconds)
         self._replica_work: list[asyncio.Task[None]] = []
+        self._grpc_drained: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         """Open the store, make sure an admin exists, start background work and gRPC."""
@@ -222,15 +223,21 @@ class Portico:
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with
-        UNAVAILABLE; calls in flight may still finish (:meth:`stop` waits for them)."""
+        UNAVAILABLE; calls in flight may still finish (:meth:`stop` waits for them).
+
+        gRPC starts draining now (health NOT_SERVING, the grace running) while REST drains
+        too: both transports share one grace instead of gRPC's starting after REST's."""
         self.shutting_down = True
         self.streams.close_all()
+        if self.grpc_server is not None and self._grpc_drained is None:
+            grace = self.settings.shutdown_grace_seconds
+            self._grpc_drained = asyncio.ensure_future(stop(self.grpc_server, grace))
 
     async def stop(self) -> None:
         """Let in-flight gRPC calls finish, stop background work, then close the store."""
         self.begin_shutdown()
-        if self.grpc_server is not None:
-            await stop(self.grpc_server, self.settings.shutdown_grace_seconds)
+        if self._grpc_drained is not None:
+            await self._grpc_drained
         for task in [*self._replica_work, *([self._background] if self._background else [])]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from app.gateway.admission import NO_AUTH
 from app.gateway.open_streams import OpenStreams
@@ -180,8 +181,16 @@ def test_readiness_fails_and_new_calls_are_refused_once_shutting_down(tmp_path: 
             token = await server.login()
             auth = {"authorization": f"Bearer {token}"}
             assert (await server.http.get("/readyz")).status_code == 200
+            health = health_pb2_grpc.HealthStub(server.channel).Watch(
+                health_pb2.HealthCheckRequest()
+            )
+            assert (await health.read()).status == health_pb2.HealthCheckResponse.SERVING
             server.portico.begin_shutdown()
             assert (await server.http.get("/readyz")).status_code == 503
+            # gRPC's health says so at once too, not once REST has drained.
+            changed = await asyncio.wait_for(health.read(), 5)
+            assert changed.status == health_pb2.HealthCheckResponse.NOT_SERVING
+            health.cancel()
             refused = await server.http.get("/api/v1/version", headers=auth)
             assert refused.status_code == 503
             assert refused.json()["message"] == "server shutting down"

@@ -8,12 +8,15 @@ import grpc
 import httpx
 import pytest
 
+import app.main
 from app.gateway.registry import Method, Registry
 from app.observe.exposition import serve_metrics
 from app.observe.local import LocalHistogram
+from gen.scheduler import scheduler_pb2 as scheduler
+from gen.scheduler import scheduler_pb2_grpc as scheduler_grpc
 from tests.harness import Running, run, running
 from tests.observe.probes import Samples, delta, grpc_unary, parse, value
-from tests.services.kudo.world import eventually
+from tests.services.kudo.world import bearer, eventually, instance
 
 REGISTRY = Registry.from_package("gen")
 VERSION = REGISTRY.method("/cnct.kaas.api.Cluster/GetVersionInformation")
@@ -142,6 +145,47 @@ def test_streams_count_as_open_while_they_run_and_their_messages_as_sent(tmp_pat
     count, sent = run(scenario())
     assert count >= 1
     assert sent == count
+
+
+def test_the_store_watches_leader_and_simulation_move_their_metrics(tmp_path, monkeypatch):
+    # Sampled every 15 s when served; a test cannot wait for that.
+    sample = app.main.sample_event_log
+    monkeypatch.setattr(app.main, "sample_event_log", lambda store: sample(store, 0.05))
+
+    async def scenario() -> tuple[Samples, Samples, int]:
+        async with running(tmp_path, sim_nodes=1) as server:
+            token = await server.login()
+            before = await scrape(server)
+            # Create streams the instance's changes to its caller as they commit: a watch of the
+            # event log. The scheduler writes them; the simulated node runs it, step by step.
+            stub = scheduler_grpc.InstanceServiceStub(server.channel)
+            create = stub.Create(instance("web"), metadata=bearer(token))
+            async for reply in create:
+                if reply.status == scheduler.RUNNING:
+                    break
+            create.cancel()
+            assert server.portico.store is not None
+            _, head = await server.portico.store.event_log_size()
+
+            async def sampled() -> Samples | None:
+                now = await scrape(server)
+                return now if value(now, "portico_event_log_head_revision") >= head else None
+
+            return before, await eventually(sampled), head
+
+    before, after, head = run(scenario())
+    assert head > 0
+    for lock in ("process", "database"):
+        assert delta(before, after, "portico_store_write_lock_wait_seconds_count", lock=lock) > 0
+    commits = delta(before, after, "portico_store_group_commits_total")
+    assert commits > 0
+    assert delta(before, after, "portico_store_group_committed_transactions_total") >= commits
+    stored = "portico_store_operation_duration_seconds_count"
+    assert delta(before, after, stored, operation="create") > 0
+    assert value(after, "portico_event_log_events") >= 1
+    assert delta(before, after, "portico_watch_lag_seconds_count") > 0
+    assert delta(before, after, "portico_sim_step_lag_seconds_count") > 0
+    assert value(after, "portico_leader") == 1
 
 
 def test_metrics_can_require_a_token(tmp_path):

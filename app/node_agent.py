@@ -86,7 +86,7 @@ def add_node_agent_command(commands: Any) -> None:
     agent.add_argument(
         "--server",
         default=os.environ.get("PORTICO_NODE_SERVER", "127.0.0.1:50051"),
-        help="scheduler gRPC address host:port (PORTICO_NODE_SERVER)",
+        help="scheduler gRPC address host:port (PORTICO_NODE_SERVER, default: 127.0.0.1:50051)",
     )
     agent.add_argument(
         "--username",
@@ -106,7 +106,9 @@ def add_node_agent_command(commands: Any) -> None:
         "($PORTICO_NODE_CERT_DIR, default: node-certs in the data folder, $PORTICO_DATA_DIR or "
         "./data)",
     )
-    agent.add_argument("--interval", type=float, default=5.0, help="seconds between status reports")
+    agent.add_argument(
+        "--interval", type=float, default=5.0, help="seconds between status reports (default: 5)"
+    )
     for flag, variable, text in (
         ("--tls-ca", "PORTICO_NODE_TLS_CA", "PEM CA of the server's certificate: connect with TLS"),
         ("--tls-cert", "PORTICO_NODE_TLS_CERT", "PEM client certificate for the server's CA"),

@@ -46,11 +46,13 @@ def test_serve_help_shows_each_default_and_its_variable(capsys):
         assert re.search(rf"{flag} \S+ .*?\(\${variable}, default: {re.escape(default)}\)", text)
 
 
-def test_node_agent_help_names_the_units(capsys):
+def test_node_agent_help_names_the_units_and_defaults(capsys):
     text = " ".join(_output(capsys, "node-agent", "--help").split())
     assert "--cpu CPU the node's cpu, in cores" in text
     assert "--memory MEMORY the node's memory, in MiB" in text
     assert "--disk DISK the node's disk, in GiB" in text
+    assert "host:port (PORTICO_NODE_SERVER, default: 127.0.0.1:50051)" in text
+    assert "--interval INTERVAL seconds between status reports (default: 5)" in text
 
 
 def test_node_certificates_live_in_the_data_folder_owner_only(tmp_path):

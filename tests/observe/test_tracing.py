@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +14,7 @@ from opentelemetry.trace import SpanKind
 
 from app.gateway.registry import Registry
 from app.observe import tracing
+from app.observe.logs import JsonFormatter
 from tests.harness import run, running
 from tests.observe.probes import grpc_unary
 
@@ -49,9 +52,11 @@ def _parent_of(span: ReadableSpan) -> int | None:
     return None if span.parent is None else span.parent.span_id
 
 
-def test_a_rest_call_is_one_trace_of_gateway_servicer_and_store_spans(tmp_path, spans):
+def test_a_rest_call_is_one_trace_of_gateway_servicer_and_store_spans(tmp_path, spans, caplog):
+    caplog.set_level(logging.INFO, logger="portico.requests")
+
     async def scenario() -> None:
-        async with running(tmp_path) as server:
+        async with running(tmp_path, request_log=True) as server:
             token = await server.login()
             spans.clear()
             reply = await server.http.get(
@@ -80,6 +85,9 @@ def test_a_rest_call_is_one_trace_of_gateway_servicer_and_store_spans(tmp_path, 
     assert _parent_of(servicer) == gateway.context.span_id
     # The servicer's reads are its children (the gate's token checks are the call's own).
     assert [span.name for span in store] == ["store list"]
+    # The call's request log line names its trace, so a line leads to the trace and back.
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records]
+    assert [line["trace_id"] for line in lines if line.get("rpc") == rpc] == [CALLER_TRACE]
 
 
 def test_a_grpc_call_continues_the_traceparent_in_its_metadata(tmp_path, spans):

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 import app.main
+from app.auth import accounts
 from app.gateway.registry import Method, Registry
 from app.observe.exposition import serve_metrics
 from app.observe.local import LocalHistogram
@@ -263,6 +264,40 @@ def test_observations_kept_locally_reach_prometheus_as_if_observed_directly():
         assert registry.get_sample_value(f"kept_seconds{suffix}", labels) == (
             registry.get_sample_value(f"direct_seconds{suffix}", labels)
         ), (suffix, labels)
+
+
+def test_logins_and_refused_tokens_count_by_outcome_and_reason(tmp_path):
+    async def scenario() -> tuple[Samples, Samples]:
+        async with running(tmp_path) as server:
+            store = server.portico.store
+            assert store is not None
+            before = await scrape(server)
+            admin = {"authorization": f"Bearer {await server.login()}"}
+            viewer = {"authorization": f"Bearer {await server.add_account('vera', 'viewer')}"}
+            # A viewer may read but not write.
+            refused = await server.http.post("/api/v1/cluster", json={}, headers=viewer)
+            assert refused.status_code == 403
+            # A disabled account's token is refused once the gate rechecks it (within a second).
+            await accounts.set_enabled(store, "vera", False)
+
+            async def disabled() -> bool:
+                reply = await server.http.get("/api/v1/version", headers=viewer)
+                return reply.status_code == 401
+
+            await eventually(disabled)
+            # A token whose signature is not ours.
+            header, claims, _ = admin["authorization"].split(".")
+            forged = {"authorization": f"{header}.{claims}.AAAA"}
+            assert (await server.http.get("/api/v1/version", headers=forged)).status_code == 401
+            # A token after its logout.
+            assert (await server.http.post("/v1/auth:logout", headers=admin)).status_code == 200
+            assert (await server.http.get("/api/v1/version", headers=admin)).status_code == 401
+            return before, await scrape(server)
+
+    before, after = run(scenario())
+    assert delta(before, after, "portico_logins_total", outcome="success") == 2
+    for reason in ("permission_denied", "account", "invalid", "revoked"):
+        assert delta(before, after, "portico_token_refusals_total", reason=reason) == 1, reason
 
 
 def test_failed_logins_count_and_a_lockout_shows(tmp_path):

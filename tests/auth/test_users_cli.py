@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 
 import pytest
 
@@ -79,3 +80,20 @@ def test_without_a_terminal_or_password_stdin_it_says_how_to_give_one(cli, actio
     message = str(stop.value)
     assert "no password given" in message
     assert f"| portico users {' '.join(action)} --password-stdin" in message
+
+
+def test_account_changes_are_audit_lines_without_the_password(cli, caplog):
+    # Run alone, the command sends them to stderr; here the test's logging keeps them.
+    caplog.set_level(logging.INFO, logger="portico.audit")
+    cli("add", "erin", "--role", "viewer", "--password-stdin", stdin="erin-password\n")
+    cli("set-password", "erin", "--password-stdin", stdin="erin-new-password\n")
+    cli("disable", "erin")
+    cli("enable", "erin")
+    audit = [r.getMessage() for r in caplog.records if r.name == "portico.audit"]
+    assert audit == [
+        "account added: user=erin role=viewer",
+        "account password changed: user=erin",
+        "account disabled: user=erin",
+        "account enabled: user=erin",
+    ]
+    assert "erin-" not in caplog.text

@@ -37,10 +37,16 @@ def test_each_call_is_one_json_line_and_no_log_line_holds_a_secret(tmp_path, cap
             await accounts.add_account(
                 server.portico.store, server.portico.gate.hasher, "carol", "viewer", SECRET_PASSWORD
             )
-            for _ in range(5):  # the fifth failure locks the account out
+            for _ in range(6):  # the fifth failure locks the account out; the sixth is refused
                 await server.http.post(
                     "/v1/auth:login", json={"username": "carol", "password": "wrong-" + token[:8]}
                 )
+            await accounts.add_account(
+                server.portico.store, server.portico.gate.hasher, "dan", "viewer", SECRET_PASSWORD
+            )
+            await accounts.set_enabled(server.portico.store, "dan", False)
+            dan = {"username": "dan", "password": SECRET_PASSWORD}
+            assert (await server.http.post("/v1/auth:login", json=dan)).status_code == 401
             await server.http.post(
                 "/v1/auth:checkToken", json={"token": token}, headers={"authorization": "x"}
             )
@@ -58,14 +64,17 @@ def test_each_call_is_one_json_line_and_no_log_line_holds_a_secret(tmp_path, cap
     assert {"time", "trace_id"} <= rest.keys()
     grpc_line = json.loads(JsonFormatter().format(by_id["req-grpc-1"]))
     assert (grpc_line["transport"], grpc_line["user"], grpc_line["code"]) == ("grpc", "admin", "OK")
-    # One line per call: the login, two version calls, five failed logins and the token check.
-    assert len(requests) == 9
+    # One line per call: the login, two version calls, seven failed logins and the token check.
+    assert len(requests) == 11
 
     audit = [r.getMessage() for r in caplog.records if r.name == "portico.audit"]
     assert any(m.startswith("login: user=admin") for m in audit)
     assert any(m.startswith("account added: user=carol role=viewer") for m in audit)
     assert sum(m.startswith("login failed (wrong password): user=carol") for m in audit) == 5
     assert any(m.startswith("login lockout of user:carol@") for m in audit)
+    assert any(m.startswith("login refused while locked out: user=carol") for m in audit)
+    assert any(m.startswith("account disabled: user=dan") for m in audit)
+    assert any(m.startswith("login refused, account disabled: user=dan") for m in audit)
 
     everything = "\n".join(_lines(caplog.records))
     for secret in (token, ADMIN_PASSWORD, SECRET_PASSWORD, "wrong-" + token[:8]):

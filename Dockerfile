@@ -35,7 +35,8 @@ USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8080 50051
-# Follows PORTICO_HTTP_PORT: set the port with it (docker run -e), not with --http-port.
+# Follows PORTICO_HTTP_HOST, PORTICO_HTTP_PORT and PORTICO_TLS_CERT: set them with docker run -e,
+# not with serve's flags, which the probe cannot see.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORTICO_HTTP_PORT', '8080'), timeout=2)"]
+    CMD ["python", "-m", "app.healthcheck"]
 CMD ["portico", "serve"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.healthcheck import probe_url
 from tests.conftest import ROOT
 from tests.reliability.server import free_port
 from tests.serve_process import Workers, serve_process
@@ -41,7 +42,7 @@ def test_dockerfile_is_multi_stage_non_root_with_a_data_volume_and_healthcheck()
     user_lines = [line for line in text.splitlines() if line.startswith("USER ")]
     assert user_lines and user_lines[-1].split()[1].split(":")[0] not in {"0", "root"}
     assert 'VOLUME ["/data"]' in text
-    assert "HEALTHCHECK" in text and "/healthz" in text
+    assert "HEALTHCHECK" in text and "app.healthcheck" in text  # it probes /healthz
     assert 'CMD ["portico", "serve"]' in text
     # gen/ ships in the image, so the generated modules import there.
     assert "COPY gen ./gen" in text
@@ -131,3 +132,15 @@ def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_pat
                 assert reply.status_code == 200, path
                 assert reply.content == file.read_bytes()
         assert httpx.get(f"{served.http_base}/dashboard/", timeout=5).status_code == 200
+
+
+def test_the_health_probe_asks_where_the_settings_say_the_server_listens():
+    assert probe_url({}) == "http://127.0.0.1:8080/healthz"
+    # The image listens on every address: the probe asks on loopback.
+    assert probe_url({"PORTICO_HTTP_HOST": "0.0.0.0"}) == "http://127.0.0.1:8080/healthz"
+    assert probe_url({"PORTICO_HTTP_HOST": "::", "PORTICO_HTTP_PORT": "9"}) == (
+        "http://[::1]:9/healthz"
+    )
+    assert probe_url({"PORTICO_HTTP_HOST": "10.1.2.3", "PORTICO_TLS_CERT": "/tls/cert.pem"}) == (
+        "https://10.1.2.3:8080/healthz"
+    )

@@ -47,6 +47,14 @@ def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path)
     try:
         verify = ssl.create_default_context(cafile=servers.issued.cert_path)
         server.wait_ready(verify=verify)
+        # The image's health probe follows the TLS setting (plain HTTP would be refused).
+        probe_env = {
+            **os.environ,
+            "PORTICO_HTTP_PORT": str(server.http_port),
+            "PORTICO_TLS_CERT": str(server_cert.cert_path),
+        }
+        probe = [sys.executable, "-m", "app.healthcheck"]
+        assert subprocess.run(probe, env=probe_env, cwd=ROOT, check=False).returncode == 0
         # REST: TLS only (browsers have no client certificates), verified against the CA.
         login = {"username": "admin", "password": ADMIN_PASSWORD}
         reply = httpx.post(f"{server.base_url}/v1/auth:login", json=login, verify=verify)

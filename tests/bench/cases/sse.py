@@ -31,8 +31,10 @@ from tests.bench.cases import Bench, Case, settle
 from tests.bench.procs import percentile
 
 CHANGES_PER_SECOND = 10
-# Enough instances that each has stopped (one simulated step, 1 s) before it is started again.
-INSTANCES = 20
+# Enough instances that each has stopped before it is started again: a Stop takes effect at the
+# next simulated step (up to 2 s at the default 1 s step); with 20, some Starts, 2 s after their
+# Stop, found the instance still STOPPING and were refused. With 40 each rests 4 s.
+INSTANCES = 40
 PREPARED = "EVENT_TYPE_POD_PREPARED"
 # After the last change, how long subscribers may take to receive it before they stop reading.
 DRAIN_SECONDS = 2.0

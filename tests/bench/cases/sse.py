@@ -36,6 +36,8 @@ CHANGES_PER_SECOND = 10
 # Stop, found the instance still STOPPING and were refused. With 40 each rests 4 s.
 INSTANCES = 40
 PREPARED = "EVENT_TYPE_POD_PREPARED"
+# How long the case's instances may take to be RUNNING before the case fails.
+CREATE_SECONDS = 60.0
 # After the last change, how long subscribers may take to receive it before they stop reading.
 DRAIN_SECONDS = 2.0
 
@@ -71,6 +73,9 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
         starts, made, failures, window = make_changes(client, ids, seconds)
         time.sleep(DRAIN_SECONDS)  # let the last changes reach every subscriber
         out, _ = listener.communicate(b"stop\n", timeout=60)
+        # The simulated nodes' capacity is shared: the next case's instances need it back.
+        for instance_id in ids:
+            client.post(f"/v1/scheduler/instances/{instance_id}:destroy", json={})
     finally:
         client.close()
     result = json.loads(out)
@@ -221,9 +226,12 @@ def running_instances(base: str, headers: dict[str, str], prefix: str, count: in
 
     async def create_all() -> list[str]:
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as client:
-            return list(
-                await asyncio.gather(*(create(client, f"{prefix}-{i}") for i in range(count)))
-            )
+            # Bounded: an instance with no node to run on stays SCHEDULING (its stream open,
+            # kept alive), which would hang the run instead of failing the case.
+            async with asyncio.timeout(CREATE_SECONDS):
+                return list(
+                    await asyncio.gather(*(create(client, f"{prefix}-{i}") for i in range(count)))
+                )
 
     return asyncio.run(create_all())
 

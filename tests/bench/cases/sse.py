@@ -31,9 +31,9 @@ from tests.bench.cases import Bench, Case, settle
 from tests.bench.procs import percentile
 
 CHANGES_PER_SECOND = 10
-# Enough instances that each has stopped before it is started again: a Stop takes effect at the
-# next simulated step (up to 2 s at the default 1 s step); with 20, some Starts, 2 s after their
-# Stop, found the instance still STOPPING and were refused. With 40 each rests 4 s.
+# Each instance rests about 4 s between its Stop and its Start. A Stop completes when the
+# instance's simulated node next reports, which can take longer: a Start that finds its instance
+# still STOPPING is refused (rightly), and the report counts and names it.
 INSTANCES = 40
 PREPARED = "EVENT_TYPE_POD_PREPARED"
 # How long the case's instances may take to be RUNNING before the case fails.

@@ -113,20 +113,14 @@ class Portico:
             proto_names=settings.json_names == "proto",
             ignore_unknown=settings.unknown_fields == "ignore",
         )
-        options = GatewayOptions(
+        options = gateway_options(
+            settings,
             json=json_options,
-            max_body_bytes=settings.max_body_bytes,
-            body_timeout_seconds=settings.body_timeout_seconds,
             streams=self.streams,
-            cors_origins=settings.cors_origins,
-            rpc_prefix=settings.rpc_prefix,
             authenticate=self._authenticate,
             idempotency=idempotency,
             openapi=portico_openapi(self.registry, json_options),
             telemetry=telemetry,
-            # With a metrics port, /metrics is served there (by the serving process) instead.
-            metrics_endpoint=settings.metrics and not settings.metrics_port,
-            metrics_token=settings.metrics_token,
         )
         # Both transports call the servicers behind the field rules' checks.
         servicers = checked_servicers(servicers)
@@ -244,6 +238,21 @@ class Portico:
                 await task
         if self.store is not None:
             await self.store.close()
+
+
+def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOptions:
+    """The HTTP side's policy as the settings say it, for ``serve`` and ``proxy`` alike; each
+    adds what is its own (JSON options, streams, the authenticate hook, the document...)."""
+    return GatewayOptions(
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout_seconds=settings.body_timeout_seconds,
+        cors_origins=settings.cors_origins,
+        rpc_prefix=settings.rpc_prefix,
+        # With a metrics port, /metrics is served there (app.serving) instead.
+        metrics_endpoint=settings.metrics and not settings.metrics_port,
+        metrics_token=settings.metrics_token,
+        **server_specific,
+    )
 
 
 async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectStore, Gate]:

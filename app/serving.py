@@ -177,17 +177,22 @@ def serve(settings: Settings) -> None:
     try:
         check_tls_files(settings)
         with claimed_ports(settings):
-            if settings.metrics_port:
-                try:
-                    _, port = serve_metrics(
-                        settings.http_host, settings.metrics_port, settings.metrics_token
-                    )
-                except OSError:
-                    raise PortBusy("metrics", settings.http_host, settings.metrics_port) from None
-                log.info("metrics on http://%s:%d/metrics", settings.http_host, port)
+            serve_metrics_apart(settings)
             if settings.workers > 1:
                 run_workers(settings)
             else:
                 run_event_loop(run(settings))
     except ConfigurationError as exc:
         raise SystemExit(f"portico: {exc}") from None
+
+
+def serve_metrics_apart(settings: Settings) -> None:
+    """With ``PORTICO_METRICS_PORT``, serve /metrics there (a thread of this process, which
+    outlives the workers and adds up theirs); the HTTP app then serves none."""
+    if not settings.metrics_port:
+        return
+    try:
+        _, port = serve_metrics(settings.http_host, settings.metrics_port, settings.metrics_token)
+    except OSError:
+        raise PortBusy("metrics", settings.http_host, settings.metrics_port) from None
+    log.info("metrics on http://%s:%d/metrics", settings.http_host, port)

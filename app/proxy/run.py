@@ -14,7 +14,7 @@ from app.config import ConfigurationError, Settings
 from app.listeners import http_socket
 from app.observe.logs import configure_logging
 from app.proxy.server import Proxy, check_proxy_settings
-from app.serving import http_config, run_event_loop, url_host
+from app.serving import http_config, run_event_loop, serve_metrics_apart, url_host
 
 log = logging.getLogger("portico.proxy")
 
@@ -56,6 +56,7 @@ def proxy(settings: Settings) -> None:
     configure_logging(settings.log_format)
     try:
         check_proxy_settings(settings)
+        serve_metrics_apart(settings)
         with contextlib.suppress(KeyboardInterrupt):
             run_event_loop(run(settings))
     except ConfigurationError as exc:

@@ -36,7 +36,7 @@ from app.gateway.registry import Method, Registry
 from app.gateway.routes import gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
 from app.jobs import purge_expired_revocations, supervised
-from app.main import admit_caller, open_gate, store_answers
+from app.main import admit_caller, gateway_options, open_gate, store_answers
 from app.observe.calls import Telemetry
 from app.observe.metrics import SWITCH
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
@@ -275,19 +275,14 @@ class Proxy:
     def _options(self, document: dict[str, Any]) -> GatewayOptions:
         settings = self.settings
         auth = settings.proxy_auth
-        return GatewayOptions(
+        return gateway_options(
+            settings,
             json=self.json,
-            max_body_bytes=settings.max_body_bytes,
-            body_timeout_seconds=settings.body_timeout_seconds,
             streams=self.streams,
-            cors_origins=settings.cors_origins,
-            rpc_prefix=settings.rpc_prefix,
             authenticate=self._authenticate if auth == "jwt" else self._admit_all,
             openapi=document,
             cancel_unary_on_disconnect=True,  # the upstream stops working for nobody
             telemetry=self.telemetry,
-            metrics_endpoint=settings.metrics,
-            metrics_token=settings.metrics_token,
         )
 
     async def _authenticate(

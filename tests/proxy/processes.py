@@ -259,14 +259,17 @@ def start_go_echo(binary: Path, port: int) -> Process:
 
 
 def start_proxy(
-    *flags: str, data_dir: Path | None = None, ready: bool = True
+    *flags: str,
+    data_dir: Path | None = None,
+    ready: bool = True,
+    env: dict[str, str] | None = None,
 ) -> tuple[Process, str]:
     """``portico proxy`` on a free port, once ``/readyz`` says so (unless not ``ready``); the
-    process and its base URL."""
+    process and its base URL. ``env``: settings beside the test's own."""
     command = [sys.executable, "-m", "app", "proxy", "--http-port", "0", *flags]
     if data_dir is not None:
         command += ["--data-dir", str(data_dir)]
-    process = Process(command, env=PROXY_ENV)
+    process = Process(command, env={**PROXY_ENV, **(env or {})})
     base = process.wait_for(PROXY_LINE)["base"]
     if ready:
         deadline = time.monotonic() + START_SECONDS

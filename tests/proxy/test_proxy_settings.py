@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.__main__ import main
-from tests.proxy.processes import descriptor_set
+from tests.proxy.processes import descriptor_set, free_port, start_proxy
 
 
 def _started_anyway(main: object) -> None:
@@ -90,3 +91,25 @@ def test_several_workers_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["proxy", "--upstream", "a:1"])
     assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 2 is not allowed")
+
+
+def test_a_metrics_port_serves_the_proxys_metrics_there_and_not_beside_the_api() -> None:
+    """PORTICO_METRICS_PORT holds for the proxy as for serve: it had been ignored, /metrics
+    answered on the API's port, open to every caller of the API."""
+    metrics_port = free_port()
+    env = {"PORTICO_METRICS_PORT": str(metrics_port), "PORTICO_METRICS_TOKEN": TOKEN}
+    upstream = f"127.0.0.1:{free_port()}"  # nobody: the proxy serves without its upstream
+    proxy, base = start_proxy("--upstream", upstream, "--auth", "none", ready=False, env=env)
+    try:
+        assert httpx.get(f"{base}/metrics").status_code == 404
+        scrape = httpx.get(
+            f"http://127.0.0.1:{metrics_port}/metrics",
+            headers={"authorization": f"Bearer {TOKEN}"},
+        )
+        assert scrape.status_code == 200
+        assert "portico_requests_total" in scrape.text
+    finally:
+        proxy.stop()
+
+
+TOKEN = "a-metrics-token-of-some-length"

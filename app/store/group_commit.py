@@ -21,7 +21,7 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -32,6 +32,8 @@ from app.store.runner import TransactionRunner, call_mapped, execute
 
 # A transaction's own savepoint; the ones nested in it are numbered (TransactionRunner).
 TURN_SAVEPOINT = "portico_turn"
+_KEEP_TURN = (f"RELEASE SAVEPOINT {TURN_SAVEPOINT}",)
+_UNDO_TURN = (f"ROLLBACK TO SAVEPOINT {TURN_SAVEPOINT}", f"RELEASE SAVEPOINT {TURN_SAVEPOINT}")
 DEFAULT_MAX_MEMBERS = 256
 DEFAULT_MAX_SECONDS = 0.02
 
@@ -148,18 +150,13 @@ class GroupCommit:
     ) -> asyncio.Future[None]:
         """End a turn whose statements run inline, without awaiting: no task per write, and
         nothing can interrupt it. The lock passes on now, or when the commit it starts is done."""
-        try:
-            if runner.opened and group.broken is None:
-                ending = ("RELEASE",) if ok else ("ROLLBACK TO", "RELEASE")
-                try:
-                    for verb in ending:
-                        call_mapped(runner.run_now, execute, f"{verb} SAVEPOINT {TURN_SAVEPOINT}")
-                except BaseException as error:
-                    group.broken = error  # the connection is unusable: the group cannot commit
+        with self._lock_released_on_error():
+            try:
+                for statement in self._savepoint_ending(group, runner, ok=ok):
+                    call_mapped(runner.run_now, execute, statement)
+            except BaseException as error:
+                group.broken = error  # the connection is unusable: the group cannot commit
             self._counted(group, runner, ok=ok)
-        except BaseException:
-            self._lock.release()
-            raise
         self._pass_on(group)
         return group.committed
 
@@ -167,21 +164,33 @@ class GroupCommit:
         self, group: _Group, runner: TransactionRunner, *, ok: bool
     ) -> asyncio.Future[None]:
         """End a turn whose statements run on threads (PostgreSQL): as above, with awaits."""
-        try:
+        with self._lock_released_on_error():
             await runner.settle()
-            if runner.opened and group.broken is None:
-                ending = ("RELEASE",) if ok else ("ROLLBACK TO", "RELEASE")
-                try:
-                    for verb in ending:
-                        await runner.run(execute, f"{verb} SAVEPOINT {TURN_SAVEPOINT}")
-                except BaseException as error:
-                    group.broken = error
+            try:
+                for statement in self._savepoint_ending(group, runner, ok=ok):
+                    await runner.run(execute, statement)
+            except BaseException as error:
+                group.broken = error
             self._counted(group, runner, ok=ok)
+        self._pass_on(group)
+        return group.committed
+
+    @contextlib.contextmanager
+    def _lock_released_on_error(self) -> Iterator[None]:
+        """A turn's ending that fails lets the next writer in: nothing else would."""
+        try:
+            yield
         except BaseException:
             self._lock.release()
             raise
-        self._pass_on(group)
-        return group.committed
+
+    @staticmethod
+    def _savepoint_ending(group: _Group, runner: TransactionRunner, *, ok: bool) -> tuple[str, ...]:
+        """The statements that end the turn's savepoint: kept (released) or undone first; none
+        if it never opened, or if the group's connection already broke."""
+        if not runner.opened or group.broken is not None:
+            return ()
+        return _KEEP_TURN if ok else _UNDO_TURN
 
     def _counted(self, group: _Group, runner: TransactionRunner, *, ok: bool) -> None:
         runner.conn = None  # over: tasks it started no longer join it (Database.joined)

@@ -22,7 +22,7 @@ import uvicorn
 
 from app import __version__
 from app.config import ConfigurationError, Settings
-from app.gateway.connections import head_deadline_protocol
+from app.gateway.connections import http_protocol
 from app.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
 from app.main import Portico
 from app.observe import tracing
@@ -94,7 +94,7 @@ def http_config(settings: Settings, app: Any) -> uvicorn.Config:
         # Portico is the origin server; forwarded headers are not trusted unless asked for.
         proxy_headers=False,
         server_header=False,
-        http=head_deadline_protocol(settings.header_timeout_seconds),
+        http=http_protocol(settings.header_timeout_seconds),
         # Every WebSocket frame is a request message: the body limit holds for each.
         ws_max_size=settings.max_body_bytes,
         timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds),

@@ -16,6 +16,7 @@ import httpx
 import uvicorn
 
 from app.config import Settings
+from app.gateway.connections import http_protocol
 from app.main import Portico
 
 T = TypeVar("T")
@@ -101,9 +102,16 @@ async def running(data_dir: Path, **changes: Any) -> AsyncIterator[Running]:
 
 @contextlib.asynccontextmanager
 async def uvicorn_serving(app: Any) -> AsyncIterator[str]:
-    """The app on a real uvicorn (true streaming, client disconnects, WebSockets); yields
-    ``host:port``."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    """The app on a real uvicorn (true streaming, client disconnects, WebSockets) with the HTTP
+    protocol ``portico serve`` uses; yields ``host:port``."""
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="off",
+        http=http_protocol(Settings().header_timeout_seconds),
+    )
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve())
     while not server.started:

@@ -1,28 +1,38 @@
-"""HTTP connections that cannot be held open by a slow client.
+"""HTTP connections that cannot be held open by a slow client, and write in batches.
 
 uvicorn bounds the wait between requests (keep-alive) but not a request's head: a client sending
 its headers a byte at a time holds a connection and its memory as long as it likes. This
 protocol gives every request head a deadline from the connection's first byte (or the previous
 response), and answers ``408`` and closes when it passes. Bodies are bounded in the gateway
 (:func:`app.gateway.http_io.read_body`), where the call is known.
+
+Its writes go through :mod:`app.gateway.write_batches`: a loop turn's replies leave together.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from app.gateway.write_batches import WriteBatches
 
-def head_deadline_protocol(seconds: float) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol, refusing request heads that take over ``seconds``."""
+
+def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol, refusing request heads that take over ``seconds``, its
+    writes batched per loop turn."""
+    batches: WriteBatches | None = None  # one server's connections share one loop
 
     class HeadDeadlineProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
+            nonlocal batches
+            if batches is None:
+                batches = WriteBatches(self.loop)
+            # It answers all a Transport does (what it does not hold, by delegation).
+            super().connection_made(cast(asyncio.Transport, batches.wrap(transport)))
             self._arm_head_timer()
 
         def on_message_begin(self) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -207,13 +207,13 @@ class Portico:
             return False
         return await store_answers(self.store)
 
-    async def _authenticate(
+    def _authenticate(
         self, method: Method, metadata: Iterable[tuple[str, str | bytes]]
-    ) -> object:
+    ) -> Awaitable[object]:
         assert self.gate is not None
         if self.shutting_down:
             raise shutting_down()
-        return await admit_caller(self.gate, method, metadata)
+        return admit_caller(self.gate, method, metadata)
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with

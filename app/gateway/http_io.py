@@ -44,8 +44,8 @@ def raw_path(scope: Scope) -> str:
     # Routing needs the undecoded path (an encoded "/" inside a variable is not a separator);
     # some servers put the query string in raw_path too.
     raw = scope.get("raw_path")
-    if not raw:
-        return scope["path"]
+    if not raw or (b"%" not in raw and b"?" not in raw):
+        return scope["path"]  # the same text: nothing was decoded
     return raw.decode("latin-1").split("?", 1)[0]
 
 

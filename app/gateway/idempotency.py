@@ -103,12 +103,12 @@ class IdempotentInvoker:
         self._inner = inner
         self._once = once
 
-    async def unary(self, call: Call, request: Request) -> Message:
+    def unary(self, call: Call, request: Request) -> Awaitable[Message]:
         key = keyed(call.method, call.context.invocation_metadata())
         if key is None or not isinstance(request, Message):
-            return await self._inner.unary(call, request)
+            return self._inner.unary(call, request)
         message = request
-        return await self._once(call.method, key, message, lambda: self._inner.unary(call, message))
+        return self._once(call.method, key, message, lambda: self._inner.unary(call, message))
 
     def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
         return self._inner.stream(call, request)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
 import grpc
@@ -69,15 +69,18 @@ def new_call(
     return Call(method, request_id, headers, context, observation)
 
 
-async def admit(call: Call, authenticate: Authenticate) -> None:
-    """The gate: the authenticate hook refuses (raising GatewayError) or lets the call on."""
-    await authenticate(call.method, call.context.invocation_metadata())
+def admit(call: Call, authenticate: Authenticate) -> Awaitable[object]:
+    """The gate: the authenticate hook refuses (raising GatewayError) or lets the call on.
+
+    The hook's own awaitable, not a coroutine around it: every call passes here, and each
+    layer of coroutine on that path is measurable (``tests/bench``)."""
+    return authenticate(call.method, call.context.invocation_metadata())
 
 
 class Invoker(Protocol):
     """Who answers a call. Every ending is raised as a :class:`GatewayError`."""
 
-    async def unary(self, call: Call, request: Request) -> Message:
+    def unary(self, call: Call, request: Request) -> Awaitable[Message]:
         """The one reply of a call whose reply is not streamed (``request`` may be a stream)."""
         ...
 
@@ -142,14 +145,20 @@ class ServicerInvoker:
         return handler
 
 
-async def unary_reply(
+def unary_reply(
     invoker: Invoker, call: Call, request: Request, receive: Receive, watch: bool
-) -> Message:
+) -> Awaitable[Message]:
     """``invoker.unary``; with ``watch``, a client that goes away meanwhile cancels the call
     (CANCELLED): a task reads ``receive`` for the disconnect, which only matters when the
     work goes on elsewhere (a proxy's upstream), so in-process calls skip its cost."""
     if not watch:
-        return await invoker.unary(call, request)
+        return invoker.unary(call, request)
+    return _watched_reply(invoker, call, request, receive)
+
+
+async def _watched_reply(
+    invoker: Invoker, call: Call, request: Request, receive: Receive
+) -> Message:
     replying = asyncio.ensure_future(invoker.unary(call, request))
     gone = asyncio.ensure_future(_disconnected(receive))
     try:

@@ -42,10 +42,13 @@ def test_an_sse_subscriber_missing_an_event_is_delivered_less_than_expected():
         starts,
         made=5,
         failures={"stop: 412 instance is STOPPING": 1},
+        waits=2,
         window=(99.0, 101.0),
     )
     assert (result["expected"], result["delivered"]) == (4, 3)
     assert "1 x stop: 412 instance is STOPPING" in sse.describe(result)  # says why it failed
+    # Turns that sent no Start (no instance had stopped yet) are shown, and are no error.
+    assert "2 Start turns waited for a Stop to complete" in sse.describe(result)
     assert result["changes_per_second"] == 2.5  # the rate reached, not the one asked for
     # The failed change call, the missing delivery, and the subscriber that missed an event.
     assert result["errors"] == 1 + 1 + 1

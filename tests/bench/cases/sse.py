@@ -1,7 +1,10 @@
 """SSE subscribers of ``ListenEvents``: does every subscriber get every change, and how soon?
 
 The producer stops and starts scheduler instances at a paced rate and records every call: the
-moment it was sent, and whether it succeeded (a failed call is an error, counted). A Start
+moment it was sent, and whether it succeeded (a failed call is an error, counted). A Stop
+completes when the instance's simulated node next reports: the producer follows the event log
+itself and starts only instances whose ``POD_EXITED`` it has seen (the server rightly refuses
+to start a STOPPING one); a turn with none ready sends no Start and is counted. A Start
 writes its ``POD_PREPARED`` event in the call itself, so each successful Start is an event every
 subscriber must get: expected = successful Starts x open subscribers, delivered = those of them
 that arrived. The delay is timed from the moment the Start was sent (an upper bound of the time
@@ -16,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import itertools
 import json
 import math
 import subprocess
 import sys
+import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 import httpx
@@ -31,11 +34,10 @@ from tests.bench.cases import Bench, Case, settle
 from tests.bench.procs import percentile
 
 CHANGES_PER_SECOND = 10
-# Each instance rests about 4 s between its Stop and its Start. A Stop completes when the
-# instance's simulated node next reports, which can take longer: a Start that finds its instance
-# still STOPPING is refused (rightly), and the report counts and names it.
+# Enough that a stopped instance is usually ready to start again when its turn comes.
 INSTANCES = 40
 PREPARED = "EVENT_TYPE_POD_PREPARED"
+EXITED = "EVENT_TYPE_POD_EXITED"  # a Stop has completed: the instance is STOPPED
 # How long the case's instances may take to be RUNNING before the case fails.
 CREATE_SECONDS = 60.0
 # After the last change, how long subscribers may take to receive it before they stop reading.
@@ -52,11 +54,11 @@ def _sse(subscribers: int) -> Any:
 def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, Any]:
     server = bench.portico
     client = httpx.Client(base_url=server.http, headers=server.headers, timeout=30)
+    exits = Exits(server.http, server.headers)
     try:
         ids = running_instances(server.http, server.headers, f"sse-{subscribers}", INSTANCES)
         half = INSTANCES // 2
-        # Half of them stopped first, so that Starts come from the first change on: each one
-        # has had the streams' opening (and a simulated step) to reach STOPPED.
+        # Half of them stopped first, so that Starts come from the first change on.
         for instance_id in ids[half:]:
             client.post(f"/v1/scheduler/instances/{instance_id}:stop", json={}).raise_for_status()
         host, port = server.http.removeprefix("http://").split(":")
@@ -70,38 +72,96 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
         assert listener.stdout is not None and listener.stdin is not None
         listener.stdout.readline()  # every subscription has its status line (or failed)
         settle(server.http)  # the opening of a thousand streams is over before changes start
-        starts, made, failures, window = make_changes(client, ids, seconds)
+        starts, made, failures, waits, window = make_changes(client, exits, ids, seconds)
         time.sleep(DRAIN_SECONDS)  # let the last changes reach every subscriber
         out, _ = listener.communicate(b"stop\n", timeout=60)
         # The simulated nodes' capacity is shared: the next case's instances need it back.
         for instance_id in ids:
             client.post(f"/v1/scheduler/instances/{instance_id}:destroy", json={})
     finally:
+        exits.close()
         client.close()
     result = json.loads(out)
-    return summarise(result, starts, made, failures, window)
+    return summarise(result, starts, made, failures, waits, window)
+
+
+class Exits:
+    """The instances whose Stop has completed: a thread follows the event log (NDJSON) and
+    notes every ``POD_EXITED``."""
+
+    def __init__(self, base: str, headers: dict[str, str]) -> None:
+        self._exited: set[str] = set()
+        self._lock = threading.Lock()
+        self._client = httpx.Client(base_url=base, headers=headers, timeout=None)
+        opened = threading.Event()
+        self._thread = threading.Thread(target=self._follow, args=(opened,), daemon=True)
+        self._thread.start()
+        opened.wait(30)  # following before any Stop is sent: no exit can be missed
+
+    def _follow(self, opened: threading.Event) -> None:
+        accept = {"accept": "application/x-ndjson"}
+        try:
+            with self._client.stream("GET", "/v1/runtime/events", headers=accept) as reply:
+                opened.set()
+                for line in reply.iter_lines():
+                    if not line.strip():
+                        continue  # a keep-alive
+                    for event in json.loads(line).get("result", {}).get("events", ()):
+                        if event["type"] == EXITED:
+                            with self._lock:
+                                self._exited.add(event["id"])
+        except httpx.HTTPError:
+            pass  # closed by close(), or the server went away: nothing more is ready
+        finally:
+            opened.set()
+
+    def forget(self, instance_id: str) -> None:
+        """A Stop of ``instance_id`` is being sent: only a later exit makes it ready."""
+        with self._lock:
+            self._exited.discard(instance_id)
+
+    def ready(self, instance_id: str) -> bool:
+        with self._lock:
+            return instance_id in self._exited
+
+    def close(self) -> None:
+        self._client.close()
+        self._thread.join(timeout=10)
 
 
 def make_changes(
-    client: httpx.Client, ids: list[str], seconds: float
-) -> tuple[dict[str, list[float]], int, dict[str, int], tuple[float, float]]:
+    client: httpx.Client, exits: Exits, ids: list[str], seconds: float
+) -> tuple[dict[str, list[float]], int, dict[str, int], int, tuple[float, float]]:
     """Stop a running instance and start a stopped one in turn, paced (the first half of
-    ``ids`` runs, the second half is stopped, and they swap every round); the moments each
+    ``ids`` runs, the second half is stopped); a Start goes to the instance stopped longest
+    ago whose Stop has completed, and a turn with none ready sends nothing. The moments each
     instance's Starts were sent, how many calls succeeded, how many failed for each reason
-    (verb, status and message), and when it began and ended."""
+    (verb, status and message), how many Start turns found no instance ready, and when it
+    began and ended."""
     starts: dict[str, list[float]] = {}
-    made = failed = 0
+    made = failed = waits = 0
     reasons: Counter[str] = Counter()
     half = len(ids) // 2
-    first, second = ids[:half], ids[half:]
-    order: list[tuple[str, str]] = []
-    for running, stopped in ((first, second), (second, first)):
-        for a, b in zip(running, stopped, strict=True):
-            order += [("stop", a), ("start", b)]
-    toggles = itertools.cycle(order)
+    running, stopped = deque(ids[:half]), deque(ids[half:])
+    verbs = ("stop", "start")
     began = time.time()
+    turn = 0
     while (at := time.time()) < began + seconds:
-        verb, instance_id = next(toggles)
+        verb = verbs[turn % 2]
+        turn += 1
+        if verb == "stop":
+            instance_id = running.popleft()
+            exits.forget(instance_id)
+            stopped.append(instance_id)
+        else:
+            ready = next((i for i in stopped if exits.ready(i)), None)
+            if ready is None:
+                waits += 1
+                time.sleep(max(0.0, at + 1 / CHANGES_PER_SECOND - time.time()))
+                continue
+            instance_id = ready
+            stopped.remove(instance_id)
+            running.append(instance_id)
         try:
             reply = client.post(f"/v1/scheduler/instances/{instance_id}:{verb}", json={})
             ok = reply.is_success
@@ -115,7 +175,7 @@ def make_changes(
         if ok and verb == "start":
             starts.setdefault(instance_id, []).append(at)
         time.sleep(max(0.0, at + 1 / CHANGES_PER_SECOND - time.time()))
-    return starts, made, dict(reasons), (began, time.time())
+    return starts, made, dict(reasons), waits, (began, time.time())
 
 
 def summarise(
@@ -123,6 +183,7 @@ def summarise(
     starts: dict[str, list[float]],
     made: int,
     failures: dict[str, int],
+    waits: int,
     window: tuple[float, float],
 ) -> dict[str, Any]:
     failed = sum(failures.values())
@@ -145,6 +206,7 @@ def summarise(
         "changes_made": made,
         "change_errors": failed,
         "change_failures": failures,
+        "start_waits": waits,
         "changes_per_second": made / elapsed if elapsed else math.nan,
         "expected": expected,
         "delivered": len(delays),
@@ -241,7 +303,8 @@ def describe(r: dict[str, Any]) -> str:
         f"{r['open']} of {r['subscribers']} open ({r['refused']} refused), TTFB p50 "
         f"{r['ttfb_p50_ms']:.1f} ms, p99 {r['ttfb_p99_ms']:.1f} ms; {r['changes_made']} changes "
         f"at {r['changes_per_second']:.1f}/s ({r['change_errors']} calls failed"
-        f"{_reasons(r.get('change_failures', {}))}); delivered "
+        f"{_reasons(r.get('change_failures', {}))}; {r.get('start_waits', 0)} Start turns "
+        f"waited for a Stop to complete); delivered "
         f"{r['delivered']:,} of {r['expected']:,} expected, event p50 {r['event_p50_ms']:.1f} ms, "
         f"p99 {r['event_p99_ms']:.1f} ms; {r['subscribers_missing_events']} subscribers missed "
         f"any of the {r['events_checked_each']:,} events from the first Start to the last"

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 
 from app.services.kudo.images import ImageReference, parse_reference
-from app.services.kudo.records import UP, InstanceRecord
+from app.services.kudo.records import UP, InstanceRecord, Transition
 from app.services.rkt.images import ImageShelf, key_values
 from app.services.rkt.pods import KILLED_EXIT_CODE, was_placed
 from gen.scheduler import scheduler_pb2 as spb
@@ -91,7 +91,6 @@ class EventTranslator:
     def _translate(self, instance: InstanceRecord, seq: int, before: int | None) -> list[pb.Event]:
         transition = next(t for t in instance.history if t.seq == seq)
         status, at = transition.status, transition.at_ns
-        pod = {"node": transition.node}
         events: list[pb.Event] = []
         if status == spb.SCHEDULED:
             reference = parse_reference(instance.uri)
@@ -105,43 +104,75 @@ class EventTranslator:
                         {"uri": instance.uri},
                     )
                 )
-        if before in UP and status not in UP:
-            code = 0 if status == spb.STOPPED else KILLED_EXIT_CODE
-            events.append(
-                _event(
-                    pb.EVENT_TYPE_APP_EXITED,
-                    instance.id,
-                    instance.name,
-                    at,
-                    {"app": instance.name, "exit_code": str(code)},
-                )
-            )
-            events.append(_event(pb.EVENT_TYPE_POD_EXITED, instance.id, instance.name, at, pod))
-        if status == spb.STARTING:
-            events.append(_event(pb.EVENT_TYPE_POD_PREPARED, instance.id, instance.name, at, pod))
-        elif status == spb.RUNNING:
-            events.append(_event(pb.EVENT_TYPE_POD_STARTED, instance.id, instance.name, at, pod))
-            events.append(
-                _event(
-                    pb.EVENT_TYPE_APP_STARTED,
-                    instance.id,
-                    instance.name,
-                    at,
-                    {"app": instance.name},
-                )
-            )
-        elif status == spb.FAILED and before in (spb.SCHEDULED, spb.STARTING):
-            events.append(
-                _event(pb.EVENT_TYPE_POD_PREPARE_ABORTED, instance.id, instance.name, at, pod)
-            )
-        elif status == spb.TERMINATED and any(
-            t.status == spb.SCHEDULED for t in instance.history if t.seq < seq
-        ):
-            events.append(
-                _event(pb.EVENT_TYPE_POD_GARBAGE_COLLECTED, instance.id, instance.name, at, pod)
-            )
+        own = _transition_events(instance, transition, before)
+        events.extend(own)
+        if any(event.type == pb.EVENT_TYPE_POD_GARBAGE_COLLECTED for event in own):
             self.shelf.released(instance.id, parse_reference(instance.uri), at)
         return events
+
+
+# A transition's own events (all but the image shelf's) are the same for every stream that
+# translates it: a thousand streams seeing one write build them once. Keyed by what makes the
+# transition unique, including its time (an id may be used again after a Destroy).
+_TRANSITION_EVENTS: dict[tuple[str, str, int, int, str, int | None], tuple[pb.Event, ...]] = {}
+_TRANSITION_EVENTS_KEPT = 4096
+
+
+def _transition_events(
+    instance: InstanceRecord, transition: Transition, before: int | None
+) -> tuple[pb.Event, ...]:
+    key = (instance.id, instance.name, transition.seq, transition.at_ns, transition.node, before)
+    events = _TRANSITION_EVENTS.get(key)
+    if events is None:
+        events = tuple(_translated(instance, transition, before))
+        if len(_TRANSITION_EVENTS) >= _TRANSITION_EVENTS_KEPT:
+            del _TRANSITION_EVENTS[next(iter(_TRANSITION_EVENTS))]  # the oldest
+        _TRANSITION_EVENTS[key] = events
+    return events
+
+
+def _translated(
+    instance: InstanceRecord, transition: Transition, before: int | None
+) -> list[pb.Event]:
+    status, at, seq = transition.status, transition.at_ns, transition.seq
+    pod = {"node": transition.node}
+    events: list[pb.Event] = []
+    if before in UP and status not in UP:
+        code = 0 if status == spb.STOPPED else KILLED_EXIT_CODE
+        events.append(
+            _event(
+                pb.EVENT_TYPE_APP_EXITED,
+                instance.id,
+                instance.name,
+                at,
+                {"app": instance.name, "exit_code": str(code)},
+            )
+        )
+        events.append(_event(pb.EVENT_TYPE_POD_EXITED, instance.id, instance.name, at, pod))
+    if status == spb.STARTING:
+        events.append(_event(pb.EVENT_TYPE_POD_PREPARED, instance.id, instance.name, at, pod))
+    elif status == spb.RUNNING:
+        events.append(_event(pb.EVENT_TYPE_POD_STARTED, instance.id, instance.name, at, pod))
+        events.append(
+            _event(
+                pb.EVENT_TYPE_APP_STARTED,
+                instance.id,
+                instance.name,
+                at,
+                {"app": instance.name},
+            )
+        )
+    elif status == spb.FAILED and before in (spb.SCHEDULED, spb.STARTING):
+        events.append(
+            _event(pb.EVENT_TYPE_POD_PREPARE_ABORTED, instance.id, instance.name, at, pod)
+        )
+    elif status == spb.TERMINATED and any(
+        t.status == spb.SCHEDULED for t in instance.history if t.seq < seq
+    ):
+        events.append(
+            _event(pb.EVENT_TYPE_POD_GARBAGE_COLLECTED, instance.id, instance.name, at, pod)
+        )
+    return events
 
 
 def images_present(

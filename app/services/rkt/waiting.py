@@ -23,6 +23,10 @@ class NextEvent:
 
     async def within(self, timeout: float | None) -> Event | None:
         """The next event, or None if ``timeout`` seconds pass first (None: wait for one)."""
+        if timeout is None and self._pending is None:
+            # Nothing to bound: read in this task (a thousand streams woken by one write each
+            # save a task and its wake-up).
+            return await anext(self._events)
         if self._pending is None:
             self._pending = asyncio.ensure_future(anext(self._events))
         done, _ = await asyncio.wait({self._pending}, timeout=timeout)

@@ -336,6 +336,8 @@ def violations(message: Message, method: str | None = None) -> list[Violation]:
         for path, rule in CALL_RULES.get(method, {}).items():
             found.extend(_call_violations(message, path.split("."), "", rule))
     found.extend(_field_violations(message, "", FIELD_RULES))
+    if len(found) < 2:
+        return found  # nothing to order (almost every request: none at all)
     desc = _descriptor(message)
     return sorted(found, key=lambda violation: _position(desc, violation[0]))
 

@@ -129,6 +129,8 @@ class ImageShelf:
 
     def remove_due(self, now_ns: int) -> list[tuple[ImageReference, int]]:
         """Remove the images due by ``now_ns``; the removed ones with their removal time."""
+        if not self.removal_due:
+            return []  # asked at every transition of every stream: mostly nothing is waiting
         due = sorted((at, image) for image, at in self.removal_due.items() if at <= now_ns)
         removed = []
         for at, image in due:

@@ -91,6 +91,10 @@ class StreamResponse:
             self._starting.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     async def _started(self) -> None:
+        starting = self._starting
+        if starting is not None and starting.done():
+            starting.result()  # as awaiting it would: its failure, if it failed
+            return
         if self._timer is not None:
             self._timer.cancel()
         self._begin()

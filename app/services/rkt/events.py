@@ -47,14 +47,16 @@ class EventTranslator:
         for instance in instances:
             for index, transition in enumerate(instance.history):
                 before = instance.history[index - 1].status if index else None
-                steps.append((transition.at_ns, instance.id, transition.seq, instance, before))
+                steps.append(
+                    (transition.at_ns, instance.id, transition.seq, instance, transition, before)
+                )
             if instance.history:
                 self.seen[instance.id] = instance.history[-1].seq
         steps.sort(key=lambda step: step[:3])
         events: list[pb.Event] = []
-        for at_ns, _, seq, instance, before in steps:
+        for at_ns, _, _, instance, transition, before in steps:
             events.extend(e for at, e in self._removals(at_ns) if at >= from_ns)
-            translated = self._translate(instance, seq, before)
+            translated = self._translate(instance, transition, before)
             if at_ns >= from_ns:
                 events.extend(translated)
         now = time.time_ns() if now_ns is None else now_ns
@@ -64,14 +66,19 @@ class EventTranslator:
     def absorb(self, instance: InstanceRecord) -> list[pb.Event]:
         """The events of the instance's transitions not translated yet."""
         last = self.seen.get(instance.id, 0)
+        history = instance.history
+        # The new transitions are the last few (seq grows along the history): found from the end.
+        first = len(history)
+        while first and history[first - 1].seq > last:
+            first -= 1
         events: list[pb.Event] = []
-        for index, transition in enumerate(instance.history):
-            if transition.seq > last:
-                before = instance.history[index - 1].status if index else None
-                events.extend(self.removals(transition.at_ns))
-                events.extend(self._translate(instance, transition.seq, before))
-        if instance.history:
-            self.seen[instance.id] = instance.history[-1].seq
+        for index in range(first, len(history)):
+            transition = history[index]
+            before = history[index - 1].status if index else None
+            events.extend(self.removals(transition.at_ns))
+            events.extend(self._translate(instance, transition, before))
+        if history:
+            self.seen[instance.id] = history[-1].seq
         return events
 
     def next_due(self) -> int | None:
@@ -88,8 +95,9 @@ class EventTranslator:
             for ref, at in self.shelf.remove_due(now_ns)
         ]
 
-    def _translate(self, instance: InstanceRecord, seq: int, before: int | None) -> list[pb.Event]:
-        transition = next(t for t in instance.history if t.seq == seq)
+    def _translate(
+        self, instance: InstanceRecord, transition: Transition, before: int | None
+    ) -> list[pb.Event]:
         status, at = transition.status, transition.at_ns
         events: list[pb.Event] = []
         if status == spb.SCHEDULED:

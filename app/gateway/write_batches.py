@@ -9,8 +9,10 @@ all of the turn's replies back to back (measured by ``tests/bench``: see the REA
 
 What is held is bounded: a connection holding more than :data:`HOLD_BYTES` writes through at
 once, so the transport's own flow control (pause_writing → uvicorn's drain) still sees large
-streams. A quiet server pays one ``call_soon`` per reply: a reply leaves in the same loop turn's
-ready-queue pass that follows it, before the loop next waits.
+streams; and once :data:`HOLD_CONNECTIONS` connections hold writes, they go out as a burst
+there and then, so one event sent to a thousand subscribers reaches the first of them before
+the last one's copy is written. A quiet server pays one ``call_soon`` per reply: a reply
+leaves in the ready-queue pass that follows its turn, before the loop next waits.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ log = logging.getLogger("portico.gateway")
 # Past this many bytes held a connection writes through: a turn holds at most this much of a
 # stream, and a large write reaches the transport (and its flow control) at once.
 HOLD_BYTES = 64 * 1024
+# Past this many connections holding writes the turn's batch goes out at once: a turn that
+# answers a thousand subscribers of one event sends to the first of them before it has rendered
+# for the last (the batching is in sends per burst, not in holding the whole turn).
+HOLD_CONNECTIONS = 64
 
 
 class WriteBatches:
@@ -40,6 +46,8 @@ class WriteBatches:
     def hold(self, transport: BatchedTransport) -> None:
         if not self._holding:
             self._loop.call_soon(self._flush)
+        elif len(self._holding) >= HOLD_CONNECTIONS:
+            self._flush()  # the flush already scheduled takes the rest of the turn's writes
         self._holding.append(transport)
 
     def _flush(self) -> None:

@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from app.gateway.write_batches import HOLD_BYTES, WriteBatches
+from app.gateway.write_batches import HOLD_BYTES, HOLD_CONNECTIONS, WriteBatches
 from tests.harness import run, running, uvicorn_serving
 
 
@@ -99,6 +99,24 @@ def test_a_large_write_reaches_the_transport_at_once_for_its_flow_control() -> N
         assert transport.get_write_buffer_size() == 0
         await turn_ended()
         assert len(recorder.sent) == 1
+
+    run(scenario())
+
+
+def test_a_turn_answering_many_connections_sends_to_the_first_before_the_last_is_written() -> None:
+    async def scenario() -> None:
+        batches = WriteBatches(asyncio.get_running_loop())
+        recorders = [Recorder() for _ in range(HOLD_CONNECTIONS * 2 + 1)]
+        transports = [batches.wrap(r) for r in recorders]  # type: ignore[arg-type]
+        for transport in transports[:HOLD_CONNECTIONS]:
+            transport.write(b"event")
+        assert all(r.sent == [] for r in recorders)  # one burst still filling
+        transports[HOLD_CONNECTIONS].write(b"event")
+        assert all(r.sent == [[b"event"]] for r in recorders[:HOLD_CONNECTIONS])
+        for transport in transports[HOLD_CONNECTIONS + 1 :]:
+            transport.write(b"event")
+        await turn_ended()
+        assert all(r.sent == [[b"event"]] for r in recorders)  # each once, none lost
 
     run(scenario())
 

@@ -37,12 +37,29 @@ class EventTranslator:
         self.shelf = ImageShelf(image_retention_ns)
         self.seen: dict[str, int] = {}
 
+    def copy(self) -> EventTranslator:
+        """A translator in this one's state, going on independently (streams that start from
+        one snapshot share its replay)."""
+        shelf = self.shelf
+        twin = EventTranslator(shelf.retention_ns)
+        twin.seen = dict(self.seen)
+        twin.shelf.present = dict(shelf.present)
+        twin.shelf.users = {image: set(pods) for image, pods in shelf.users.items()}
+        twin.shelf.removal_due = dict(shelf.removal_due)
+        return twin
+
     def replay(
         self, instances: Iterable[InstanceRecord], from_ns: int = 0, now_ns: int | None = None
     ) -> list[pb.Event]:
         """The events of every transition so far (and image removals due by ``now_ns``) at or
         after ``from_ns``, in time order; earlier ones are translated too, so that the image
         shelf is right."""
+        return [event for at, event in self.replay_timed(instances, now_ns) if at >= from_ns]
+
+    def replay_timed(
+        self, instances: Iterable[InstanceRecord], now_ns: int | None = None
+    ) -> list[tuple[int, pb.Event]]:
+        """:meth:`replay` from the start, each event with its moment (nanoseconds)."""
         steps = []
         for instance in instances:
             for index, transition in enumerate(instance.history):
@@ -53,14 +70,11 @@ class EventTranslator:
             if instance.history:
                 self.seen[instance.id] = instance.history[-1].seq
         steps.sort(key=lambda step: step[:3])
-        events: list[pb.Event] = []
+        events: list[tuple[int, pb.Event]] = []
         for at_ns, _, _, instance, transition, before in steps:
-            events.extend(e for at, e in self._removals(at_ns) if at >= from_ns)
-            translated = self._translate(instance, transition, before)
-            if at_ns >= from_ns:
-                events.extend(translated)
-        now = time.time_ns() if now_ns is None else now_ns
-        events.extend(e for at, e in self._removals(now) if at >= from_ns)
+            events.extend(self._removals(at_ns))
+            events.extend((at_ns, event) for event in self._translate(instance, transition, before))
+        events.extend(self._removals(time.time_ns() if now_ns is None else now_ns))
         return events
 
     def absorb(self, instance: InstanceRecord) -> list[pb.Event]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import grpc
 
@@ -90,6 +91,16 @@ def _visible(instance: InstanceRecord) -> bool:
     return caller is None or caller.role != Role.NODE or instance.node == caller.username
 
 
+@dataclass(frozen=True)
+class _StreamStart:
+    """Where event streams opening together start: a revision, and the instances' events up to
+    it replayed once (each stream continues from a copy of ``translator``)."""
+
+    revision: int
+    translator: EventTranslator
+    events: list[tuple[int, pb.Event]]  # (moment in ns, event), in time order
+
+
 class RuntimeService(pb_grpc.PublicAPIServicer):
     """Pods and images on the nodes, as the scheduler placed them."""
 
@@ -109,7 +120,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         # ListenEvents replays nothing from before this moment (see the module docstring).
         self.started_ns = time.time_ns()
         self._recent: dict[int, InstanceRecord] = {}
-        self._stream_starts: SharedCalls[tuple[int, list[InstanceRecord]]] = SharedCalls()
+        self._stream_starts: SharedCalls[_StreamStart] = SharedCalls()
 
     async def _all_instances(self) -> list[InstanceRecord]:
         return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
@@ -126,19 +137,22 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         """Each registered node's state as pods show it (see :mod:`app.services.rkt.pods`)."""
         return _node_state(await self.store.list(NODE))
 
-    async def _stream_start(self) -> tuple[int, list[InstanceRecord]]:
-        """A revision and every instance as of it, for an event stream to start from.
+    async def _stream_start(self) -> _StreamStart:
+        """A revision and every instance's events as of it, for an event stream to start from.
 
         Streams that start while one is being read share it (a thousand dashboards opening at
-        once cost one read): whatever changed since still reaches each of them, as they watch
-        the log from that revision.
+        once cost one read and one replay of the instances' histories): whatever changed since
+        still reaches each of them, as they watch the log from that revision.
         """
         return await self._stream_starts.run(None, self._read_stream_start)
 
-    async def _read_stream_start(self) -> tuple[int, list[InstanceRecord]]:
+    async def _read_stream_start(self) -> _StreamStart:
         revision = await self.store.current_revision()
         # Shared by every caller's stream: unfiltered (each stream filters for its caller).
-        return revision, await self._all_instances()
+        instances = [i for i in await self._all_instances() if _visible(i)]
+        translator = EventTranslator(self.image_retention_ns)
+        events = translator.replay_timed(instances)
+        return _StreamStart(revision, translator, events)
 
     async def _pod_instance(self, pod_id: str, context: grpc.aio.ServicerContext) -> tuple:
         try:
@@ -235,9 +249,9 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             await abort_invalid(context, found)
         self.open_streams += 1
         try:
-            revision, instances = await self._stream_start()
-            resuming = stream_position.resuming()
-            if resuming:
+            start = await self._stream_start()
+            revision = start.revision
+            if stream_position.resuming():
                 # The client has every event through the resume point: start from the instances
                 # as they stood then, so each later write is translated once and none is lost.
                 revision = stream_position.watch_start(revision)
@@ -246,14 +260,19 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
                 except StoreError as exc:
                     await abort_store_error(context, exc)
                 instances = [InstanceRecord.from_bytes(data) for data in stored]
-            instances = [i for i in instances if _visible(i)]
-            translator = EventTranslator(self.image_retention_ns)
-            since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
-            backlog = translator.replay(instances, since_ns)
-            if wanted.since_time and not resuming:  # a resuming client has the backlog
-                replayed = [e for e in backlog if filters.event_matches(e, wanted)]
-                if replayed:
-                    yield pb.ListenEventsResponse(events=replayed)
+                translator = EventTranslator(self.image_retention_ns)
+                translator.replay_timed([i for i in instances if _visible(i)])
+            else:
+                translator = start.translator.copy()
+                if wanted.since_time:  # the backlog (a resuming client has it already)
+                    since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
+                    replayed = [
+                        event
+                        for at, event in start.events
+                        if at >= since_ns and filters.event_matches(event, wanted)
+                    ]
+                    if replayed:
+                        yield pb.ListenEventsResponse(events=replayed)
             until_ns = wanted.until_time * 1_000_000_000
             async with contextlib.aclosing(self.store.watch(INSTANCE, revision)) as events:
                 waiting = NextEvent(events)

@@ -14,10 +14,10 @@ def stream_starts(server: Running) -> list[int]:
     starts: list[int] = []
     start = servicer._stream_start
 
-    async def recorded() -> tuple[int, list[Any]]:
-        revision, instances = await start()
-        starts.append(revision)
-        return revision, instances
+    async def recorded() -> Any:
+        found = await start()
+        starts.append(found.revision)
+        return found
 
     servicer._stream_start = recorded
     return starts

@@ -91,12 +91,20 @@ def _visible(instance: InstanceRecord) -> bool:
     return caller is None or caller.role != Role.NODE or instance.node == caller.username
 
 
+def _sees_every_pod() -> bool:
+    """Whether :func:`_visible` holds for every pod, for this caller."""
+    caller = current_caller.get()
+    return caller is None or caller.role != Role.NODE
+
+
 @dataclass(frozen=True)
 class _StreamStart:
-    """Where event streams opening together start: a revision, and the instances' events up to
-    it replayed once (each stream continues from a copy of ``translator``)."""
+    """Where event streams opening together start: a revision, every instance as of it, and
+    their events up to it replayed once (a stream that sees every pod continues from a copy of
+    ``translator``; a node's stream replays its own pods)."""
 
     revision: int
+    instances: list[InstanceRecord]
     translator: EventTranslator
     events: list[tuple[int, pb.Event]]  # (moment in ns, event), in time order
 
@@ -149,10 +157,10 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
     async def _read_stream_start(self) -> _StreamStart:
         revision = await self.store.current_revision()
         # Shared by every caller's stream: unfiltered (each stream filters for its caller).
-        instances = [i for i in await self._all_instances() if _visible(i)]
+        instances = await self._all_instances()
         translator = EventTranslator(self.image_retention_ns)
         events = translator.replay_timed(instances)
-        return _StreamStart(revision, translator, events)
+        return _StreamStart(revision, instances, translator, events)
 
     async def _pod_instance(self, pod_id: str, context: grpc.aio.ServicerContext) -> tuple:
         try:
@@ -263,12 +271,16 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
                 translator = EventTranslator(self.image_retention_ns)
                 translator.replay_timed([i for i in instances if _visible(i)])
             else:
-                translator = start.translator.copy()
+                if _sees_every_pod():
+                    translator, backlog = start.translator.copy(), start.events
+                else:
+                    translator = EventTranslator(self.image_retention_ns)
+                    backlog = translator.replay_timed([i for i in start.instances if _visible(i)])
                 if wanted.since_time:  # the backlog (a resuming client has it already)
                     since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
                     replayed = [
                         event
-                        for at, event in start.events
+                        for at, event in backlog
                         if at >= since_ns and filters.event_matches(event, wanted)
                     ]
                     if replayed:

@@ -3,6 +3,7 @@ use; a node account sees only its own node's pods, over REST and gRPC."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from app.services.kudo.instances import running_usage
@@ -119,5 +120,53 @@ def test_a_node_account_sees_only_its_own_nodes_pods(tmp_path):
                     headers=headers(edge),
                 )
                 assert refused.status_code == 403
+
+    run(scenario())
+
+
+def test_event_streams_opening_together_each_see_their_own_callers_pods(tmp_path):
+    """Streams that open together share one read of where they start: a node account's stream
+    still replays only its own node's pods, and an admin's beside it every pod."""
+
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=0, node_grace_seconds=0.3) as server:
+            admin = await server.login()
+            edge = await server.add_account("edge-1", "node")
+            stub = pb_grpc.InstanceServiceStub(server.channel)
+            since = int(time.time())
+            async with (
+                status_feed(server, admin, "edge-1", 1, 1024, 10),
+                status_feed(server, admin, "edge-2", 1, 1024, 10),
+            ):
+                placed = {}
+                for name in ("first", "second"):
+                    call = stub.Create(instance(name, cpu=1), metadata=bearer(admin))
+                    instance_id = (await anext(call.__aiter__())).id
+                    call.cancel()
+                    record = await wait_status(server, instance_id, pb.RUNNING)
+                    placed[record.node] = instance_id
+                assert set(placed) == {"edge-1", "edge-2"}
+
+                store = server.portico.store
+                assert store is not None
+                real_read = store.current_revision
+
+                async def slow_read() -> int:
+                    await asyncio.sleep(0.3)  # a slow database: the other stream opens meanwhile
+                    return await real_read()
+
+                store.current_revision = slow_read  # type: ignore[method-assign]
+                api = rkt_grpc.PublicAPIStub(server.channel)
+                wanted = rkt.EventFilter(since_time=since, types=[rkt.EVENT_TYPE_POD_STARTED])
+                request = rkt.ListenEventsRequest(filter=wanted)
+                # The node's stream first: the read they share is not to be seen through its eyes.
+                streams = [
+                    api.ListenEvents(request, metadata=bearer(token)) for token in (edge, admin)
+                ]
+                first = [await asyncio.wait_for(anext(s.__aiter__()), 10) for s in streams]
+                for stream in streams:
+                    stream.cancel()
+                assert [e.id for e in first[0].events] == [placed["edge-1"]]
+                assert {e.id for e in first[1].events} == set(placed.values())
 
     run(scenario())

@@ -4,7 +4,9 @@ use; a node account sees only its own node's pods, over REST and gRPC."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 from app.services.kudo.instances import running_usage
 from app.services.kudo.placement import Capacity
@@ -13,7 +15,7 @@ from gen.scheduler import scheduler_pb2 as pb
 from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from gen.v1alpha import api_pb2 as rkt
 from gen.v1alpha import api_pb2_grpc as rkt_grpc
-from tests.harness import run, running
+from tests.harness import Running, run, running
 from tests.services.kudo.world import (
     bearer,
     eventually,
@@ -79,25 +81,32 @@ def test_the_agent_reports_what_its_nodes_pods_use(tmp_path):
     run(scenario())
 
 
+@contextlib.asynccontextmanager
+async def two_nodes_one_pod_each(server: Running, admin: str) -> AsyncIterator[dict[str, str]]:
+    """Nodes ``edge-1`` and ``edge-2`` reporting, with one running pod each; yields the pod id
+    by node."""
+    stub = pb_grpc.InstanceServiceStub(server.channel)
+    async with (
+        status_feed(server, admin, "edge-1", 1, 1024, 10),
+        status_feed(server, admin, "edge-2", 1, 1024, 10),
+    ):
+        placed = {}
+        for name in ("first", "second"):
+            call = stub.Create(instance(name, cpu=1), metadata=bearer(admin))
+            instance_id = (await anext(call.__aiter__())).id
+            call.cancel()
+            record = await wait_status(server, instance_id, pb.RUNNING)
+            placed[record.node] = instance_id
+        assert set(placed) == {"edge-1", "edge-2"}
+        yield placed
+
+
 def test_a_node_account_sees_only_its_own_nodes_pods(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, sim_nodes=0, node_grace_seconds=0.3) as server:
             admin = await server.login()
             edge = await server.add_account("edge-1", "node")
-            stub = pb_grpc.InstanceServiceStub(server.channel)
-            async with (
-                status_feed(server, admin, "edge-1", 1, 1024, 10),
-                status_feed(server, admin, "edge-2", 1, 1024, 10),
-            ):
-                placed = {}
-                for name in ("first", "second"):
-                    call = stub.Create(instance(name, cpu=1), metadata=bearer(admin))
-                    instance_id = (await anext(call.__aiter__())).id
-                    call.cancel()
-                    record = await wait_status(server, instance_id, pb.RUNNING)
-                    placed[record.node] = instance_id
-                assert set(placed) == {"edge-1", "edge-2"}
-
+            async with two_nodes_one_pod_each(server, admin) as placed:
                 api = rkt_grpc.PublicAPIStub(server.channel)
                 seen = await api.ListPods(rkt.ListPodsRequest(), metadata=bearer(edge))
                 assert [pod.id for pod in seen.pods] == [placed["edge-1"]]
@@ -132,21 +141,8 @@ def test_event_streams_opening_together_each_see_their_own_callers_pods(tmp_path
         async with running(tmp_path, sim_nodes=0, node_grace_seconds=0.3) as server:
             admin = await server.login()
             edge = await server.add_account("edge-1", "node")
-            stub = pb_grpc.InstanceServiceStub(server.channel)
             since = int(time.time())
-            async with (
-                status_feed(server, admin, "edge-1", 1, 1024, 10),
-                status_feed(server, admin, "edge-2", 1, 1024, 10),
-            ):
-                placed = {}
-                for name in ("first", "second"):
-                    call = stub.Create(instance(name, cpu=1), metadata=bearer(admin))
-                    instance_id = (await anext(call.__aiter__())).id
-                    call.cancel()
-                    record = await wait_status(server, instance_id, pb.RUNNING)
-                    placed[record.node] = instance_id
-                assert set(placed) == {"edge-1", "edge-2"}
-
+            async with two_nodes_one_pod_each(server, admin) as placed:
                 store = server.portico.store
                 assert store is not None
                 real_read = store.current_revision

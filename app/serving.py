@@ -15,7 +15,7 @@ import os
 import shutil
 import signal
 import socket
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import uvicorn
@@ -49,23 +49,10 @@ async def run(settings: Settings) -> None:
     gc.freeze()
     if portico.http_app is None:
         raise RuntimeError("start() did not build the HTTP app")
-    http_server = uvicorn.Server(http_config(settings, portico.http_app))
-    loop = asyncio.get_running_loop()
-
-    def shut_down() -> None:
-        # Streams end first (uvicorn would wait for them without end), then both servers stop
-        # taking calls; uvicorn and gRPC each give calls in flight the grace period.
-        portico.begin_shutdown()
-        http_server.should_exit = True
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, shut_down)
+    http_server = stopped_by_signals(settings, portico.http_app, portico.begin_shutdown)
     try:
         listener = http_socket(settings.http_host, settings.http_port, shared=settings.workers > 1)
-        # The ports bound, not the ones asked for: port 0 means "any free one".
-        scheme = "https" if settings.tls else "http"
-        http_base = f"{scheme}://{url_host(settings.http_host)}:{listener.getsockname()[1]}"
+        http_base = base_url(settings, listener)
         log.info(
             "portico %s: gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
             __version__,
@@ -77,6 +64,34 @@ async def run(settings: Settings) -> None:
         await http_server.serve(sockets=[listener])
     finally:
         await portico.stop()
+
+
+def stopped_by_signals(
+    settings: Settings, app: Any, begin_shutdown: Callable[[], None]
+) -> uvicorn.Server:
+    """uvicorn over ``app``, which SIGINT and SIGTERM stop gracefully.
+
+    ``begin_shutdown`` runs first: streams end (uvicorn would wait for them without end) and
+    the server's other transports stop taking calls; uvicorn then gives calls in flight the
+    grace period."""
+    http_server = uvicorn.Server(http_config(settings, app))
+
+    def shut_down() -> None:
+        begin_shutdown()
+        http_server.should_exit = True
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, shut_down)
+    return http_server
+
+
+def base_url(settings: Settings, listener: socket.socket) -> str:
+    """The URL of the REST side on ``listener``: the port bound, not the one asked for (port 0
+    means "any free one")."""
+    scheme = "https" if settings.tls else "http"
+    return f"{scheme}://{url_host(settings.http_host)}:{listener.getsockname()[1]}"
 
 
 def url_host(host: str) -> str:

@@ -7,14 +7,12 @@ import contextlib
 import logging
 import signal
 
-import uvicorn
-
 from app import __version__
 from app.config import ConfigurationError, Settings
 from app.listeners import http_socket
 from app.observe.logs import configure_logging
 from app.proxy.server import Proxy, check_proxy_settings
-from app.serving import http_config, run_event_loop, serve_metrics_apart, url_host
+from app.serving import base_url, run_event_loop, serve_metrics_apart, stopped_by_signals
 
 log = logging.getLogger("portico.proxy")
 
@@ -24,20 +22,11 @@ async def run(settings: Settings) -> None:
     descriptors."""
     proxy = Proxy(settings)
     await proxy.start()
-    http_server = uvicorn.Server(http_config(settings, proxy.app))
-    loop = asyncio.get_running_loop()
-
-    def shut_down() -> None:
-        proxy.begin_shutdown()
-        http_server.should_exit = True
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, shut_down)
-    loop.add_signal_handler(signal.SIGHUP, proxy.request_reload)
+    http_server = stopped_by_signals(settings, proxy.app, proxy.begin_shutdown)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, proxy.request_reload)
     try:
         listener = http_socket(settings.http_host, settings.http_port, shared=False)
-        scheme = "https" if settings.tls else "http"
-        http_base = f"{scheme}://{url_host(settings.http_host)}:{listener.getsockname()[1]}"
+        http_base = base_url(settings, listener)
         log.info(
             "portico %s proxy: REST/JSON on %s in front of %s (auth: %s; dashboard: %s/dashboard/)",
             __version__,

@@ -3,10 +3,11 @@
 uvicorn bounds the wait between requests (keep-alive) but not a request's head: a client sending
 its headers a byte at a time holds a connection and its memory as long as it likes. This
 protocol gives every request head a deadline from the connection's first byte (or, on a kept-alive
-connection, the next request's), and answers ``408`` and closes when it passes. As for bodies
-(:mod:`app.gateway.slow_reads`), the heads in progress sit in a table that one sweep a second
-checks: a timer per request cost more than the rest of the connection's own work on it. Bodies
-are bounded in the gateway (:func:`app.gateway.http_io.read_body`), where the call is known.
+connection, the next request's), and answers ``408`` and closes when it passes. As for bodies,
+the heads in progress sit in a :class:`app.gateway.slow_reads.SweptDeadlines` table that one
+sweep a second checks: a timer per request cost more than the rest of the connection's own work
+on it. Bodies are bounded in the gateway (:func:`app.gateway.http_io.read_body`), where the
+call is known.
 
 Its writes go through :mod:`app.gateway.write_batches`: a loop turn's replies leave together.
 """
@@ -18,7 +19,7 @@ from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app.gateway.slow_reads import SWEEP_SECONDS
+from app.gateway.slow_reads import SweptDeadlines
 from app.gateway.write_batches import WriteBatches
 
 _REFUSAL = b"request headers not received in time"
@@ -30,58 +31,28 @@ _TIMED_OUT = (
 )
 
 
-class HeadDeadlines:
-    """The connections of one event loop whose request head is due by a moment."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
-        self._loop = loop
-        self._seconds = seconds
-        self._due: dict[Any, float] = {}
-        self._sweeping = False
-
-    def arm(self, connection: Any) -> None:
-        """``connection``'s head must arrive within the deadline from now (unless armed)."""
-        if connection in self._due:
-            return
-        self._due[connection] = self._loop.time() + self._seconds
-        if not self._sweeping:
-            self._sweeping = True
-            self._loop.call_later(SWEEP_SECONDS, self._sweep)
-
-    def disarm(self, connection: Any) -> None:
-        self._due.pop(connection, None)
-
-    def _sweep(self) -> None:
-        now = self._loop.time()
-        for connection in [c for c, due in self._due.items() if due <= now]:
-            del self._due[connection]
-            connection.head_too_slow()
-        self._sweeping = bool(self._due)
-        if self._sweeping:
-            self._loop.call_later(SWEEP_SECONDS, self._sweep)
-
-
 def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol, refusing request heads that take over ``seconds`` (checked
     once a second), its writes batched per loop turn."""
     # One server's connections share one loop, and these with it (made at its first connection).
     batches: WriteBatches | None = None
-    deadlines: HeadDeadlines | None = None
+    deadlines: SweptDeadlines[HeadDeadlineProtocol] | None = None
 
     class HeadDeadlineProtocol(HttpToolsProtocol):
         def connection_made(self, transport: Any) -> None:
             nonlocal batches, deadlines
             if batches is None or deadlines is None:
                 batches = WriteBatches(self.loop)
-                deadlines = HeadDeadlines(self.loop, seconds)
+                deadlines = SweptDeadlines(self.loop, HeadDeadlineProtocol.head_too_slow)
             self._deadlines = deadlines
             # It answers all a Transport does (what it does not hold, by delegation).
             super().connection_made(cast(asyncio.Transport, batches.wrap(transport)))
-            deadlines.arm(self)
+            deadlines.arm(self, seconds)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
-            self._deadlines.arm(self)
+            if self not in self._deadlines:  # the connection's first request keeps its own
+                self._deadlines.arm(self, seconds)
 
         def on_headers_complete(self) -> None:
             self._deadlines.disarm(self)

@@ -162,6 +162,8 @@ class MachineProvider(Protocol):
 
     def advance(self, machine: Machine, now: int) -> Machine: ...
 
+    def changes_at(self, machine: Machine) -> int | None: ...
+
     def upgrade(self, machine: Machine, version: str, now: int) -> Machine: ...
 
     def release(self, machine: Machine, now: int) -> Machine: ...
@@ -217,6 +219,11 @@ class SimulatedMachineProvider:
                 break
             machine = self._next_phase(machine, ends)
         return machine
+
+    def changes_at(self, machine: Machine) -> int | None:
+        """The step at which :meth:`advance` next moves the machine on (None: never by itself)."""
+        duration = self._duration(machine)
+        return None if duration is None else machine.phase_started + duration
 
     def upgrade(self, machine: Machine, version: str, now: int) -> Machine:
         """Start upgrading a ready machine to ``version``; its version changes when done."""

@@ -56,6 +56,7 @@ from app.store.tables import (
     utc_now,
 )
 from app.store.watch import (
+    REPLAY_BATCH,
     Event,
     EventType,
     RevisionFeed,
@@ -63,6 +64,7 @@ from app.store.watch import (
     follow_events,
     head_revision,
     objects_at,
+    read_log,
 )
 
 DEFAULT_COMPACTION_AGE = timedelta(days=1)
@@ -351,6 +353,17 @@ class ObjectStore:
         Raises ``OutOfRange`` if the log was compacted past ``since_revision``.
         """
         return follow_events(self.database, self._feed, kinds, since_revision)
+
+    async def changes(self, kinds: Collection[str], after: int) -> tuple[builtins.list[Event], int]:
+        """Every committed event of ``kinds`` after revision ``after``, and the revision they
+        are complete through, without waiting for more. ``OutOfRange`` if compacted."""
+        found: builtins.list[Event] = []
+        wanted = tuple(kinds)
+        while True:
+            events, after = await read_log(self.database, after, wanted)
+            found.extend(events)
+            if len(events) < REPLAY_BATCH:
+                return found, after
 
     async def list_at(self, kind: str, revision: int) -> builtins.list[bytes]:
         """The data of every ``kind`` object as it stood at ``revision``: with ``watch(kind,

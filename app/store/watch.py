@@ -281,13 +281,7 @@ async def follow_events(
             after = max(after, through)
             await feed.wait_past(after)
             continue
-        events, scanned, compacted = await database.read(read_events, after, wanted, REPLAY_BATCH)
-        if after < compacted:
-            raise OutOfRange(
-                f"revision {after} is older than the compacted event log (compacted through "
-                f"revision {compacted}); list the current objects and watch from their revision",
-                compacted_revision=compacted,
-            )
+        events, scanned = await read_log(database, after, wanted)
         feed.advance(scanned)
         for event in events:
             stream_position.mark(event.revision)
@@ -296,6 +290,21 @@ async def follow_events(
         after = max(after, scanned)
         if len(events) < REPLAY_BATCH:
             await feed.wait_past(after)
+
+
+async def read_log(
+    database: Database, after: int, kinds: tuple[str, ...] | None
+) -> tuple[list[Event], int]:
+    """Up to ``REPLAY_BATCH`` events after ``after`` from the log, and the revision it has been
+    read through; ``OutOfRange`` if compaction removed events after ``after``."""
+    events, scanned, compacted = await database.read(read_events, after, kinds, REPLAY_BATCH)
+    if after < compacted:
+        raise OutOfRange(
+            f"revision {after} is older than the compacted event log (compacted through "
+            f"revision {compacted}); list the current objects and watch from their revision",
+            compacted_revision=compacted,
+        )
+    return events, scanned
 
 
 def _delivered(event: Event) -> None:

@@ -179,6 +179,25 @@ def test_a_watch_from_before_compaction_is_out_of_range(with_store):
     with_store(body, compaction_age=timedelta(0))
 
 
+def test_changes_since_a_revision_are_read_without_waiting_and_out_of_range_once_compacted(
+    with_store,
+):
+    async def body(store: ObjectStore):
+        start = await store.current_revision()
+        for i in range(REPLAY_BATCH + 2):  # more than one read of the log
+            await store.create("Cluster", f"c{i}", b"")
+        await store.create("Other", "x", b"")
+        events, through = await store.changes(["Cluster"], start)
+        assert [e.key for e in events] == [f"c{i}" for i in range(REPLAY_BATCH + 2)]
+        assert through == await store.current_revision()
+        assert await store.changes(["Cluster"], through) == ([], through)
+        await store.compact()
+        with pytest.raises(OutOfRange):
+            await store.changes(["Cluster"], start)
+
+    with_store(body, compaction_age=timedelta(0))
+
+
 def test_compaction_keeps_events_younger_than_the_age(with_store):
     async def body(store: ObjectStore):
         await store.create("Cluster", "alpha", b"")

@@ -1,9 +1,11 @@
 """The cluster reconciler: moves stored clusters toward their specs, one clock step at a time.
 
-It keeps nothing in memory. Each pass reads every cluster's spec, status and machines from the
-store, decides what the machines and the status should be now (:func:`plan_cluster`, a pure
-function of the stored state and the clock step), and writes the changes of each cluster in one
-transaction. A restart, or another replica taking over as leader, simply continues from the store.
+It keeps nothing the store does not: each pass takes in what was written since the previous one
+(:class:`~app.services.kaas.mirror.ClusterMirror`, a copy of the stored clusters read whole once
+a term), decides what the machines and the status of each cluster with something to do should
+be now (:func:`plan_cluster`, a pure function of the stored state and the clock step), and
+writes the changes of each cluster in one transaction. A restart, or another replica taking over
+as leader, reads the store whole and continues from it.
 
 What a pass does for one cluster:
 
@@ -34,6 +36,7 @@ What a pass does for one cluster:
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import math
 import time
@@ -43,10 +46,10 @@ from typing import TypeVar
 
 from google.protobuf import struct_pb2
 
+from app.services.kaas.mirror import ClusterMirror
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,
-    DEPLOYMENTS,
     MACHINE,
     ClusterState,
     Slot,
@@ -56,15 +59,13 @@ from app.services.kaas.records import (
     keep_deployments,
     key_of,
     machine_data,
-    parse_deployments,
-    parse_machine,
     reserve_machines,
     sorted_machines,
 )
 from app.sim.clock import Clock
 from app.sim.kubeconfig import issue_kubeconfig
 from app.sim.machine_model import Machine, Phase, Role
-from app.sim.machines import AddressesInUse, IpPoolExhausted, MachineProvider
+from app.sim.machines import IpPoolExhausted, MachineProvider
 from app.store import ObjectStore, Record, Transaction
 from gen.cnct.kaas.api import api_pb2
 
@@ -87,9 +88,15 @@ def retry_backoff(retries: int) -> int:
 def _retry_due(machine: Machine, now: int) -> bool:
     if machine.repair_requested:
         return True
-    return machine.retries < MAX_DEPLOY_RETRIES and now >= machine.phase_started + retry_backoff(
-        machine.retries
-    )
+    step = _retry_step(machine)
+    return step is not None and now >= step
+
+
+def _retry_step(machine: Machine) -> int | None:
+    """The step a failed machine is deployed again at by itself (None: retries gave up)."""
+    if machine.retries >= MAX_DEPLOY_RETRIES:
+        return None
+    return machine.phase_started + retry_backoff(machine.retries)
 
 
 def _failure_note(machine: Machine) -> str:
@@ -116,6 +123,7 @@ class Outcome:
     released: list[Machine] = field(default_factory=list)  # records to delete
     gone: bool = False  # delete the cluster itself
     kubeconfig_server_ip: str = ""  # issue the kubeconfig on this control-plane address
+    waiting: bool = False  # for addresses: other clusters releasing machines may free some
 
     @property
     def changes(self) -> bool:
@@ -186,6 +194,7 @@ def plan_cluster(
                 )
         except IpPoolExhausted as exhausted:
             waiting_for_ips = f"waiting for machine addresses: {exhausted}"
+            outcome.waiting = True
 
     target = state.spec.k8s_version
     ordered = sorted_machines(state.spec, machines.values())
@@ -281,10 +290,17 @@ class _Planned:
 class ClusterReconciler:
     """The leader-only job that drives every stored cluster toward its spec.
 
-    A pass reads every cluster once, plans all of them on the loop in short slices, then
-    writes each changed cluster in its own transaction, ``WRITES_IN_FLIGHT`` at a time. A
-    cluster written by someone else since the snapshot (a user's scale, delete or upgrade) is
-    left to the next pass, which plans it from what was written.
+    A pass takes in what was written since the previous one (:class:`ClusterMirror`), plans
+    the clusters that may have something to do on the loop in short slices, then writes each
+    changed cluster in its own transaction, ``WRITES_IN_FLIGHT`` at a time. A cluster written
+    by someone else since the snapshot (a user's scale, delete or upgrade) is left to the next
+    pass, which plans it from what was written.
+
+    Which clusters a pass plans: those written since the previous pass, and those due. A
+    cluster planned with nothing to change is due again when one of its machines next moves by
+    itself (a phase ends, a failed deployment's retry comes); one waiting for addresses is due
+    every pass; a running cluster nothing is written to is never due. So a pass costs what
+    changed and what is in progress, not every cluster stored.
     """
 
     def __init__(self, store: ObjectStore, provider: MachineProvider, clock: Clock) -> None:
@@ -292,16 +308,19 @@ class ClusterReconciler:
         self.provider = provider
         self.clock = clock
         self._steps_per_pass = max(1, math.ceil(MIN_PASS_SECONDS / clock.step_seconds))
-        # Parsed machines by key, with the revision they were parsed at: a pass parses only
-        # the machines written since the last one.
-        self._parsed: dict[str, tuple[int, Machine]] = {}
-        # RUNNING clusters a pass found nothing to change in, with the revisions it saw: with
-        # none of them written since, the next pass has nothing to change either (a running
-        # cluster's machines do not move with the clock), so it is not planned again.
-        self._settled: dict[str, Seen] = {}
+        self._forget()
+
+    def _forget(self) -> None:
+        """Start from the store alone, as a new leader does."""
+        self._mirror = ClusterMirror(self.store)
+        # The step each cluster is to be planned again at, and the same as a heap of
+        # (step, name) whose entries that no longer match ``_due`` are stale.
+        self._due: dict[str, int] = {}
+        self._wakeups: list[tuple[int, str]] = []
 
     async def run(self) -> None:
         """Reconcile on every pass until cancelled."""
+        self._forget()  # another leader may have written anything since a previous term
         while True:
             started = time.monotonic()
             await self.reconcile_all()
@@ -311,13 +330,10 @@ class ClusterReconciler:
             await asyncio.gather(rest, self.clock.sleep_steps(self._steps_per_pass))
 
     async def reconcile_all(self) -> int:
-        """One pass over every cluster; returns how many clusters changed."""
+        """One pass; returns how many clusters changed."""
         now = self.clock.now()
-        statuses = await self.store.list(CLUSTER)
-        specs = await self.store.list(CLUSTER_SPEC)
-        machines = await self.store.list(MACHINE)
-        history = parse_deployments(await self.store.list(DEPLOYMENTS))
-        planned = await _in_slices(self._plan_pass(statuses, specs, machines, history, now))
+        names = await self._mirror.catch_up() | self._take_due(now)
+        planned = await _in_slices(self._plan_pass(names, now))
         limit = asyncio.Semaphore(WRITES_IN_FLIGHT)
 
         async def write(plan: _Planned) -> bool:
@@ -330,71 +346,74 @@ class ClusterReconciler:
                 log.error("cluster %s: writing its changes failed: %s", plan.state.name, result)
         return sum(result is True for result in written)
 
-    def _plan_pass(
-        self,
-        statuses: list[Record],
-        specs: list[Record],
-        machines: list[Record],
-        history: dict[str, dict[Slot, int]],
-        now: int,
-    ) -> Iterator[_Planned | None]:
-        """Every cluster's changes at step ``now``, one cluster (or machine) at a time."""
-        by_cluster: dict[str, list[Record]] = {}
-        parsed: dict[str, tuple[int, Machine]] = {}
-        in_use = AddressesInUse()
-        for record in machines:
-            by_cluster.setdefault(record.key.partition("/")[0], []).append(record)
-            machine = self._parse(record)
-            parsed[record.key] = (record.revision, machine)
-            if machine.holds_ip:
-                in_use.add(machine.ip)
-            yield None
-        self._parsed = parsed
-        spec_records = {r.key: r for r in specs}
-        settled: dict[str, Seen] = {}
-        for record in statuses:
-            spec = spec_records.get(record.key)
-            if spec is None:
-                continue
-            own = by_cluster.get(record.key, [])
-            seen = (record.revision, spec.revision, frozenset((r.key, r.revision) for r in own))
-            if self._settled.get(record.key) == seen:
-                settled[record.key] = seen
+    def _take_due(self, now: int) -> set[str]:
+        due: set[str] = set()
+        while self._wakeups and self._wakeups[0][0] <= now:
+            step, name = heapq.heappop(self._wakeups)
+            if self._due.get(name) == step:
+                del self._due[name]
+                due.add(name)
+        return due
+
+    def _plan_again(self, name: str, step: int | None) -> None:
+        """Plan ``name`` again at ``step`` (None: once something of it is written)."""
+        if step is None:
+            self._due.pop(name, None)
+        elif self._due.get(name) != step:
+            self._due[name] = step
+            heapq.heappush(self._wakeups, (step, name))
+
+    def _next_change(self, state: ClusterState, outcome: Outcome, now: int) -> int | None:
+        """When a cluster planned with nothing to change may have something to do by itself."""
+        if outcome.waiting:
+            return now  # the next pass: any cluster may have freed addresses since
+        steps = [
+            self.provider.changes_at(m) if not m.is_failed else _retry_step(m)
+            for m in state.machines
+        ]
+        return min((step for step in steps if step is not None), default=None)
+
+    def _plan_pass(self, names: set[str], now: int) -> Iterator[_Planned | None]:
+        """The changes of the clusters ``names`` at step ``now``, one cluster (or machine
+        decoded) at a time."""
+        yield from self._mirror.decode_written()
+        in_use = self._mirror.addresses_in_use()
+        for name in sorted(names):
+            status, spec = self._mirror.status(name), self._mirror.spec(name)
+            if status is None or spec is None:
+                self._plan_again(name, None)  # its other half's write will touch it
                 yield None
                 continue
+            own = self._mirror.machine_records(name)
+            seen = (status.revision, spec.revision, frozenset((r.key, r.revision) for r in own))
             state = ClusterState(
                 spec.parse(api_pb2.CreateClusterMsg),
-                record.parse(api_pb2.ClusterDetailItem),
-                tuple(parsed[r.key][1] for r in own),
-                history.get(record.key, {}),
+                status.parse(api_pb2.ClusterDetailItem),
+                tuple(self._mirror.machine(r) for r in own),
+                self._mirror.deployments(name),
             )
             outcome = plan_cluster(state, self.provider, now, in_use)
             if not outcome.changes and outcome.status == state.status:
-                if state.status.status == api_pb2.RUNNING:
-                    settled[record.key] = seen
+                self._plan_again(name, self._next_change(state, outcome, now))
                 yield None  # nothing to write
                 continue
+            # Again next pass even if the write is skipped or fails (a write touches it anyway).
+            self._plan_again(name, now)
             # Addresses freed during a pass are handed out again from the next one: a cluster
             # whose write is skipped (changed meanwhile) may still hold them.
             in_use.update(m.ip for m in outcome.machines if m.holds_ip)
             if outcome.kubeconfig_server_ip:
                 # Issued once and stored: the CA key and token are random, never re-rendered.
                 outcome.status.kubeconfig = issue_kubeconfig(
-                    record.key, outcome.kubeconfig_server_ip, now=self.clock.time_of(now)
+                    name, outcome.kubeconfig_server_ip, now=self.clock.time_of(now)
                 )
             forms = [machine_data(m) for m in outcome.machines]
             yield _Planned(state, outcome, forms, seen)
-        self._settled = settled
-
-    def _parse(self, record: Record) -> Machine:
-        cached = self._parsed.get(record.key)
-        if cached is not None and cached[0] == record.revision:
-            return cached[1]
-        return parse_machine(record)
 
     async def _write(self, plan: _Planned) -> bool:
         """Write one cluster's planned changes if it is as planned from; whether it was."""
         state, outcome, name = plan.state, plan.outcome, plan.state.name
+        written: list[tuple[Record, Machine]] = []
         async with self.store.transaction() as tx:
             if await _revisions(tx, name) != plan.seen:
                 return False  # written meanwhile: the next pass plans it again
@@ -405,9 +424,10 @@ class ClusterReconciler:
             stored = {(m.pool, m.index) for m in state.machines}
             for machine, form in zip(outcome.machines, plan.forms, strict=True):
                 if (machine.pool, machine.index) in stored:
-                    await tx.update(MACHINE, key_of(machine), form)
+                    record = await tx.update(MACHINE, key_of(machine), form)
                 else:
-                    await tx.create(MACHINE, key_of(machine), form)
+                    record = await tx.create(MACHINE, key_of(machine), form)
+                written.append((record, machine))
             if outcome.gone:
                 await forget_deployments(tx, name)
                 await tx.delete(CLUSTER, name)
@@ -423,6 +443,9 @@ class ClusterReconciler:
                     api_pb2.ClusterStatus.Name(outcome.status.status),
                 )
             await tx.update(CLUSTER, name, outcome.status)
+        # Committed: the machines need not be decoded again from their events.
+        for record, machine in written:
+            self._mirror.remember(record, machine)
         return True
 
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
+from app.services.kaas import reconciler as reconciler_module
 from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES, ClusterReconciler
-from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, load_cluster
+from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, ClusterState, load_cluster
 from app.sim.clock import ManualClock
 from app.sim.machine_model import Phase, system_id_for
 from app.sim.machines import FaultInjection, IpPool, MachineTimings, SimulatedMachineProvider
@@ -50,6 +54,19 @@ def _with_store(tmp_path: Path, scenario: Callable[[ObjectStore], Awaitable[None
             await scenario(store)
 
     run(main())
+
+
+def _planned(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """(cluster, step) of every cluster the reconciler plans from now on."""
+    planned: list[tuple[str, int]] = []
+    real = reconciler_module.plan_cluster
+
+    def counting(state: ClusterState, provider: Any, now: int, in_use: Any) -> Any:
+        planned.append((state.name, now))
+        return real(state, provider, now, in_use)
+
+    monkeypatch.setattr(reconciler_module, "plan_cluster", counting)
+    return planned
 
 
 async def _steps(reconciler: ClusterReconciler, clock: ManualClock, n: int) -> None:
@@ -222,5 +239,49 @@ def test_ip_addresses_are_unique_across_clusters_and_exhaustion_waits(tmp_path):
         b = await load_cluster(store, "b")
         assert b.status.status == api_pb2.RUNNING
         assert len({m.ip for m in b.machines}) == 3
+
+    _with_store(tmp_path, scenario)
+
+
+def test_a_pass_plans_the_clusters_written_to_and_those_with_a_machine_due(tmp_path, monkeypatch):
+    planned = _planned(monkeypatch)
+
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock()
+        reconciler = ClusterReconciler(store, PROVIDER, clock)
+        for name in ("a", "b"):
+            await _create(store, _spec(name))
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 2)  # RUNNING, and that write read
+        assert {(await load_cluster(store, n)).status.status for n in "ab"} == {api_pb2.RUNNING}
+        # Running and not written to: a pass has nothing to plan, however many are stored.
+        planned.clear()
+        await _steps(reconciler, clock, 5)
+        assert planned == []
+        # A user scales b: b alone is planned, on each step a machine moves and the step after
+        # (its own write), not while its new machine deploys (steps 2 to 4).
+        await store.update(CLUSTER_SPEC, "b", _spec("b", workers=3))
+        start = clock.now() + 1
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 4)
+        assert {name for name, _ in planned} == {"b"}
+        assert [now - start for _, now in planned] == [0, 1, 2, 4, 5, 6, 7]
+        assert (await load_cluster(store, "b")).status.status == api_pb2.RUNNING
+
+    _with_store(tmp_path, scenario)
+
+
+def test_a_log_compacted_past_the_last_pass_makes_the_next_read_the_store_again(tmp_path):
+    async def scenario(store: ObjectStore) -> None:
+        clock = ManualClock()
+        reconciler = ClusterReconciler(store, PROVIDER, clock)
+        await _create(store, _spec())
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 1)
+        # Scaled, and that write's event compacted away before the reconciler read it.
+        await store.update(CLUSTER_SPEC, "prod", _spec(workers=3))
+        store.compaction_age = timedelta(0)
+        await store.compact()
+        await _steps(reconciler, clock, DEPLOYED_AFTER + 2)
+        state = await load_cluster(store, "prod")
+        assert state.status.status == api_pb2.RUNNING
+        assert len(state.machines) == 4
 
     _with_store(tmp_path, scenario)

@@ -86,7 +86,7 @@ from app.services.status import (
 )
 from app.sim.machine_model import Machine
 from app.sim.machines import MachineProvider
-from app.store import ObjectStore, Record, StoreError, Transaction
+from app.store import AlreadyExists, ObjectStore, Record, StoreError, Transaction
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 
 Code = grpc.StatusCode
@@ -199,12 +199,16 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         )
 
         async def create(tx: Transaction) -> None:
-            if await tx.get(CLUSTER, request.name) is not None:
-                raise Rejected(Code.ALREADY_EXISTS, f"cluster {request.name!r} already exists")
+            # No read first: a name taken makes the insert fail (and the transaction undo).
+            try:
+                await tx.create(CLUSTER, request.name, status)
+            except AlreadyExists:
+                raise Rejected(
+                    Code.ALREADY_EXISTS, f"cluster {request.name!r} already exists"
+                ) from None
             await self._check_capacity(tx, wanted)
             await tx.create(CLUSTER_SPEC, request.name, request)
             await reserve_machines(tx, wanted)
-            await tx.create(CLUSTER, request.name, status)
 
         await self._write(context, create)
         return api_pb2.CreateClusterReply(ok=True, cluster=cluster_item(status))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ class Rule:
                 return f"must be at most {self.max_length} characters (got {len(value)})"
             if self.min_length is not None and len(value) < self.min_length:
                 return f"must be at least {self.min_length} characters (got {len(value)})"
-            if self.pattern is not None and not re.search(self.pattern, value):
+            if self.pattern is not None and not _compiled(self.pattern).search(value):
                 return f"{_shown(value)} {self.says or f'must match {self.pattern}'}"
         elif isinstance(value, int | float) and not isinstance(value, bool):
             low = -math.inf if self.minimum is None else self.minimum
@@ -55,6 +56,12 @@ class Rule:
             least = "one is" if self.min_items == 1 else f"{self.min_items} are"
             return f"at least {least} required (got {count})"
         return None
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    # re's own cache is looked up with the flags on every call; a rule's pattern is fixed.
+    return re.compile(pattern)
 
 
 def _shown(value: Any) -> str:

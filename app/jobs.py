@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from app.idempotency import StoredIdempotency
 from app.observe.metrics import EVENT_LOG_EVENTS, EVENT_LOG_HEAD, LEADER
-from app.store import LeaderElection, ObjectStore
+from app.store import LeaderElection, ObjectStore, mark_background
 
 log = logging.getLogger("portico")
 
@@ -42,7 +42,9 @@ async def run_while_leader(store: ObjectStore, jobs: list[Job]) -> None:
 
 
 async def supervised(job: Job, restart_delay: float = 1.0) -> None:
-    """Run ``job``; if it fails, log the traceback and run it again, so one bug stops nothing."""
+    """Run ``job``; if it fails, log the traceback and run it again, so one bug stops nothing.
+    Its writes wait behind callers' (:mod:`app.store.turn_lock`)."""
+    mark_background()
     while True:
         try:
             await job()

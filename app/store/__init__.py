@@ -20,6 +20,7 @@ from app.store.idempotency import StoredOutcome
 from app.store.leader import LeaderElection
 from app.store.objects import ObjectStore, Reader, Record, Transaction, Writer
 from app.store.tables import SCHEMA_VERSION, Account, RevokedToken
+from app.store.turn_lock import mark_background
 from app.store.watch import Event, EventType
 
 __all__ = [
@@ -44,5 +45,6 @@ __all__ = [
     "Writer",
     "create_store_engine",
     "make_private_folder",
+    "mark_background",
     "normalize_url",
 ]

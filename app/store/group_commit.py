@@ -29,6 +29,7 @@ from sqlalchemy import Connection
 
 from app.observe.metrics import GROUP_COMMITS, GROUP_COMMITTED, SWITCH, WRITE_LOCK_SECONDS
 from app.store.runner import TransactionRunner, call_mapped, execute
+from app.store.turn_lock import TurnLock
 
 # A transaction's own savepoint; the ones nested in it are numbered (TransactionRunner).
 TURN_SAVEPOINT = "portico_turn"
@@ -75,7 +76,7 @@ class GroupCommit:
         self._inline_steps = inline_steps
         self._max_members = max_members
         self._max_seconds = max_seconds
-        self._lock = asyncio.Lock()
+        self._lock = TurnLock()  # callers' writes before background work's
         self._waiting = 0  # writers queued for a turn: while any is, the group stays open
         self._group: _Group | None = None
         self._sweeper: asyncio.Future[None] | None = None

@@ -264,13 +264,16 @@ def _failure_status(spec: api_pb2.CreateClusterMsg, machines: list[Machine]) -> 
 
 
 # Clusters whose changes are being written at once, each in a transaction of its own: they
-# share database commits (group commit), so a pass over a thousand clusters costs a few fsyncs,
-# while a request's write queues behind at most this many of them.
+# share database commits (group commit), so a pass over a thousand clusters costs a few fsyncs;
+# callers' writes go first (app.store.turn_lock).
 WRITES_IN_FLIGHT = 16
 # After a pass, the reconciler rests at least this share of the pass's own length.
 REST_SHARE = 0.5
-# Planning runs on the event loop in slices this long, requests in between.
+# Planning runs on the event loop in slices this long, requests in between. When they had work
+# waiting (their turn in between took this long), planning takes at most BUSY_SHARE of the loop.
 SLICE_SECONDS = 0.002
+BUSY_SECONDS = 0.0005
+BUSY_SHARE = 0.25
 T = TypeVar("T")
 
 
@@ -461,13 +464,21 @@ async def _revisions(tx: Transaction, name: str) -> Seen | None:
 async def _in_slices(steps: Iterator[T | None]) -> list[T]:
     """Run ``steps`` on the loop, letting other callers in every ``SLICE_SECONDS``: planning a
     thousand clusters takes a while, and on a worker thread it held the interpreter lock
-    against the loop at every statement the loop ran (each waited out the switch interval)."""
+    against the loop at every statement the loop ran (each waited out the switch interval).
+
+    A busy server's callers keep most of the loop: a thousand new clusters planned at once
+    took half of it from a storm of creates, and p99 latency went from 0.1 to 0.6 s."""
     results: list[T] = []
     turn = time.monotonic()
     for step in steps:
         if step is not None:
             results.append(step)
-        if time.monotonic() - turn >= SLICE_SECONDS:
+        now = time.monotonic()
+        if now - turn >= SLICE_SECONDS:
             await asyncio.sleep(0)
+            others = time.monotonic() - now
+            if others >= BUSY_SECONDS:
+                own = now - turn
+                await asyncio.sleep(max(0.0, own / BUSY_SHARE - own - others))
             turn = time.monotonic()
     return results

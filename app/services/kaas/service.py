@@ -125,9 +125,10 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     async def GetCluster(
         self, request: api_pb2.GetClusterMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetClusterReply:
-        await self._check(context, _name_only(request.name, "name"))
         record = await self._read(context, CLUSTER, request.name)
-        return api_pb2.GetClusterReply(ok=True, cluster=record.parse(api_pb2.ClusterDetailItem))
+        reply = api_pb2.GetClusterReply(ok=True)
+        reply.cluster.MergeFromString(record.data)  # parsed in place: no copy of a kubeconfig
+        return reply
 
     async def GetClusterList(
         self, request: api_pb2.GetClusterListMsg, context: grpc.aio.ServicerContext
@@ -143,7 +144,6 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self, request: api_pb2.GetClusterNodesStatusMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetClusterNodesStatusReply:
         name = request.clusterName
-        await self._check(context, _name_only(name, "clusterName"))
         spec = (await self._read(context, CLUSTER_SPEC, name)).parse(api_pb2.CreateClusterMsg)
         try:
             machines = await asyncio.to_thread(
@@ -157,7 +157,6 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     async def GetUpgradeClusterInformation(
         self, request: api_pb2.GetUpgradeClusterInformationMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetUpgradeClusterInformationReply:
-        await self._check(context, _name_only(request.name, "name"))
         try:
             state = await load_cluster(self.store, request.name)
         except StoreError as error:
@@ -216,7 +215,6 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     async def DeleteCluster(
         self, request: api_pb2.DeleteClusterMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.DeleteClusterReply:
-        await self._check(context, _name_only(request.name, "name"))
 
         async def delete(tx: Transaction) -> None:
             state = await _existing(tx, request.name)
@@ -404,12 +402,6 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
                 f"the machine IP pool has {free} free address(es) of {self.machine_capacity}; "
                 f"{more} more machine(s) requested",
             )
-
-
-def _name_only(name: str, path: str) -> Violations:
-    violations = Violations()
-    validation.check_name(violations, path, name)
-    return violations
 
 
 def _copy_spec(spec: api_pb2.CreateClusterMsg) -> api_pb2.CreateClusterMsg:

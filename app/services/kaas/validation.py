@@ -27,12 +27,6 @@ SCALE_POOLS = _API + "ScaleNodePool"
 UPGRADE = _API + "UpgradeCluster"
 
 
-def check_name(v: Violations, path: str, name: str) -> bool:
-    """A DNS-label name (the rule of every cluster name field); returns whether it is valid."""
-    problem = field_rules.DNS_LABEL.problem(name) if name else "is required"
-    return v.check(problem is None, path, problem or "")
-
-
 def check_labels(v: Violations, path: str, labels: Iterable[api_pb2.KubernetesLabel]) -> None:
     """No label key twice (their syntax is a field rule)."""
     seen: set[str] = set()

@@ -362,10 +362,10 @@ def _field_violations(
     if not may_apply(desc):
         return
     present: set[str] = set()
-    # Only the fields that are set are walked (a request names few of its message's fields).
+    # Only the fields that are set are walked (a request names few of its message's fields),
+    # and a field's path is spelled out only where something is wrong or below it.
     for fd, value in message.ListFields():
         present.add(fd.name)
-        where = f"{prefix}{fd.name}"
         rule = rules.get(fd.full_name)
         if fd.is_repeated:
             if _is_map(fd):
@@ -373,19 +373,23 @@ def _field_violations(
             if rule is not None:
                 problem = rule.count_problem(len(value))
                 if problem:
-                    yield where, problem
+                    yield f"{prefix}{fd.name}", problem
                     continue
             if fd.message_type is not None:
                 if may_apply(fd.message_type):
                     for index, item in enumerate(value):
-                        yield from _field_violations(item, f"{where}[{index}].", rules)
+                        yield from _field_violations(item, f"{prefix}{fd.name}[{index}].", rules)
             elif rule is not None:
                 for index, item in enumerate(value):
-                    yield from _value_violations(rule, item, f"{where}[{index}]", set_=True)
+                    problem = rule.problem(item)
+                    if problem:
+                        yield f"{prefix}{fd.name}[{index}]", problem
         elif fd.message_type is not None:
-            yield from _field_violations(value, f"{where}.", rules)
+            yield from _field_violations(value, f"{prefix}{fd.name}.", rules)
         elif rule is not None:
-            yield from _value_violations(rule, value, where, set_=True)
+            problem = rule.problem(value)
+            if problem:
+                yield f"{prefix}{fd.name}", problem
     for fd in _required_fields(desc):
         if fd.name not in present:
             rule = rules[fd.full_name]

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES
+from app.services.kaas.planning import MAX_DEPLOY_RETRIES
 from app.services.kaas.records import (
     CLUSTER,
     CLUSTER_SPEC,

@@ -11,7 +11,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES
+from app.services.kaas.planning import MAX_DEPLOY_RETRIES
 from app.services.kaas.records import load_cluster
 from app.sim.machine_model import system_id_for
 from app.sim.machines import FaultInjection

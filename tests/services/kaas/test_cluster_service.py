@@ -15,7 +15,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 import app
-from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES
+from app.services.kaas.planning import MAX_DEPLOY_RETRIES
 from app.services.kaas.records import CLUSTER, MACHINE
 from app.services.plain_data import from_struct
 from app.sim.machine_model import Machine, Phase, system_id_for

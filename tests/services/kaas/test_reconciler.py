@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from app.services.kaas import reconciler as reconciler_module
-from app.services.kaas.reconciler import MAX_DEPLOY_RETRIES, ClusterReconciler
+from app.services.kaas.planning import MAX_DEPLOY_RETRIES
+from app.services.kaas.reconciler import ClusterReconciler
 from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, ClusterState, load_cluster
 from app.sim.clock import ManualClock
 from app.sim.machine_model import Phase, system_id_for

@@ -128,6 +128,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         # ListenEvents replays nothing from before this moment (see the module docstring).
         self.started_ns = time.time_ns()
         self._recent: dict[int, InstanceRecord] = {}
+        self._responses: dict[tuple[int, ...], tuple[list[pb.Event], pb.ListenEventsResponse]] = {}
         self._stream_starts: SharedCalls[_StreamStart] = SharedCalls()
 
     async def _all_instances(self) -> list[InstanceRecord]:
@@ -302,11 +303,25 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
                         fresh += translator.removals(time.time_ns())
                         matching = [e for e in fresh if filters.event_matches(e, wanted)]
                         if matching:
-                            yield pb.ListenEventsResponse(events=matching)
+                            yield self._response(matching)
                 finally:
                     await waiting.close()
         finally:
             self.open_streams -= 1
+
+    def _response(self, events: list[pb.Event]) -> pb.ListenEventsResponse:
+        """The reply carrying ``events``; built once for every stream sending the same events
+        (translations are shared between streams, so the same event objects)."""
+        key = tuple(map(id, events))
+        known = self._responses.get(key)
+        # The ids are only a key: the events themselves are kept and compared.
+        if known is not None and all(a is b for a, b in zip(known[0], events, strict=True)):
+            return known[1]
+        response = pb.ListenEventsResponse(events=events)
+        if len(self._responses) >= RECENT_DECODED:
+            del self._responses[next(iter(self._responses))]
+        self._responses[key] = (events, response)
+        return response
 
     def _decoded(self, revision: int, data: bytes) -> InstanceRecord:
         """The instance an event carries; decoded once for every stream that sees the event."""

@@ -86,8 +86,15 @@ class ConnectFlow:
     def codec_for(self, name: str) -> WireCodec | None:
         return PROTO if name == "proto" else self.json if name == "json" else None
 
-    async def __call__(self, plan: BindingPlan, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = dict(scope["headers"])
+    async def __call__(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Serve one call; ``headers`` are the request's by name."""
         request_id = http_io.request_id(headers)
         observation = begin_observation(self.stages, "connect", plan, headers, request_id)
         serve = self._unary if plan.method.kind == "unary" else self._stream

@@ -45,8 +45,15 @@ class GrpcWebFlow:
         self.stages = stages
         self.json = json_codec
 
-    async def __call__(self, plan: BindingPlan, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = dict(scope["headers"])
+    async def __call__(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Serve one call; ``headers`` are the request's by name."""
         request_id = http_io.request_id(headers)
         mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
         text = mime.startswith(_TEXT)

@@ -54,17 +54,18 @@ class ProtocolSwitch:
                 await self.rest(scope, receive, send)
                 return
             prefixed = True
-        content_type = b""
-        versioned = False
-        for key, value in scope["headers"]:
-            if key == b"content-type":
-                content_type = value.lower()
-            elif key == b"connect-protocol-version":
-                versioned = True
+        # By name, as the flows read them too (the last of a repeated header counts).
+        headers = dict(scope["headers"])
+        content_type = headers.get(b"content-type", b"").lower()
         if content_type.startswith(_GRPC_WEB):
-            await self.grpc_web(plan, scope, receive, send)
-        elif prefixed or versioned or content_type.startswith(_CONNECT_ONLY) or _get(scope, plan):
-            await self.connect(plan, scope, receive, send)
+            await self.grpc_web(plan, scope, headers, receive, send)
+        elif (
+            prefixed
+            or b"connect-protocol-version" in headers
+            or content_type.startswith(_CONNECT_ONLY)
+            or _get(scope, plan)
+        ):
+            await self.connect(plan, scope, headers, receive, send)
         else:
             await self.rest(scope, receive, send)
 

@@ -70,7 +70,7 @@ class Transcoder:
         self, plan: BindingPlan, request: Message, query: bytes, tree: dict[str, Any]
     ) -> None:
         try:
-            pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
+            pairs = query_pairs(query.decode("latin-1"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise BadRequest(f"query string is not valid UTF-8: {exc}") from exc
         desc = message_descriptor(request)
@@ -114,3 +114,14 @@ class Transcoder:
             desc = message_descriptor(reply).fields_by_name[plan.response_body]
             value = value.get(field_key(desc, self.options))
         return dump_json({"result": value} if streamed else value)
+
+
+def query_pairs(text: str) -> list[tuple[str, str]]:
+    """A query string's (name, value) pairs, ``parse_qsl`` with blank values kept; nothing to
+    unescape (the commonest query: ``name=prod``) is only split, in half the time."""
+    if "%" in text or "+" in text:
+        return parse_qsl(text, keep_blank_values=True, errors="strict")
+    return [
+        (name, value)
+        for name, _, value in (part.partition("=") for part in text.split("&") if part)
+    ]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qsl
 
 import grpc
 import pytest
@@ -10,6 +11,7 @@ from app.gateway.admission import NO_AUTH
 from app.gateway.codec import JsonOptions
 from app.gateway.errors import GatewayError
 from app.gateway.routes import GatewayOptions
+from app.gateway.transcoding import query_pairs
 
 from .conftest import run, serving
 from .shelf import pb
@@ -162,6 +164,15 @@ def test_bad_query_parameters_are_400_naming_the_field(query: Any, field: str) -
     assert response.status_code == 400, response.text
     violations = response.json()["details"][0]["field_violations"]
     assert violations[0]["field"] == field
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["name=prod", "a=1&b=&c", "a=1=2&&b=x", "", "&", "n=%C3%A9t%C3%A9+x", "q=a+b", "k=\u00e9"],
+)
+def test_query_pairs_are_what_parse_qsl_reads(query: str) -> None:
+    expected = parse_qsl(query, keep_blank_values=True, errors="strict")
+    assert query_pairs(query) == expected
 
 
 def test_unknown_query_parameters_can_be_ignored() -> None:

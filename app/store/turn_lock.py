@@ -3,10 +3,10 @@ its share.
 
 Background jobs (the reconciler, the simulations, housekeeping) mark their tasks with
 :func:`mark_background`; a write transaction begun in such a task (or in a task it started)
-waits behind every caller's write that is waiting. In arrival order, a caller's create queued
-behind a reconciler's backlog of transactions, a dozen turns of a thousand statements in all.
-So that a storm of writes slows background work down but cannot stop it, when both wait every
-``BACKGROUND_EVERY``-th turn is a background one.
+waits behind every caller's write that is waiting. Taken in arrival order, a caller's create
+waited behind the reconciler's sixteen transactions in flight, each writing a new cluster's
+machines. So that a storm of writes slows background work down but cannot stop it, when both
+wait every ``BACKGROUND_EVERY``-th turn is a background one.
 """
 
 from __future__ import annotations

@@ -215,7 +215,6 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
     async def DeleteCluster(
         self, request: api_pb2.DeleteClusterMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.DeleteClusterReply:
-
         async def delete(tx: Transaction) -> None:
             state = await _existing(tx, request.name)
             if state.status.status == api_pb2.STOPPING:

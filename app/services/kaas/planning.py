@@ -107,15 +107,17 @@ def plan_cluster(
             outcome.machines.append(machine)
         return machine
 
+    def release(slot: Slot, machine: Machine) -> bool:
+        """Release the machine; whether it is still on its way (else its record goes)."""
+        machine = provider.advance(provider.release(machine, now), now)
+        if machine.phase is Phase.RELEASED:
+            outcome.released.append(machine)
+            return False
+        keep(slot, machine)
+        return True
+
     if state.status.status == api_pb2.STOPPING:
-        left = 0
-        for slot, machine in current.items():
-            machine = provider.advance(provider.release(machine, now), now)
-            if machine.phase is Phase.RELEASED:
-                outcome.released.append(machine)
-            else:
-                keep(slot, machine)
-                left += 1
+        left = sum(release(slot, machine) for slot, machine in current.items())
         outcome.gone = left == 0
         status.status_message = f"releasing {left} machine(s)"
         return outcome
@@ -134,12 +136,7 @@ def plan_cluster(
                 )
             machines[slot] = keep(slot, machine)
             continue
-        machine = provider.advance(provider.release(machine, now), now)
-        if machine.phase is Phase.RELEASED:
-            outcome.released.append(machine)
-        else:
-            keep(slot, machine)
-            unwanted += 1
+        unwanted += release(slot, machine)
         if slot in wanted:
             occupied.add(slot)
 

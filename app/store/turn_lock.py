@@ -16,7 +16,7 @@ import contextlib
 import contextvars
 from collections import deque
 
-BACKGROUND_EVERY = 8
+BACKGROUND_EVERY = 16
 
 _BACKGROUND = contextvars.ContextVar("portico_background_work", default=False)
 

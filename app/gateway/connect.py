@@ -14,7 +14,6 @@ import binascii
 import json
 import time
 from collections.abc import AsyncIterator
-from urllib.parse import parse_qs
 
 import grpc
 from starlette.types import Receive, Scope, Send
@@ -28,6 +27,7 @@ from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call, unary_reply
 from app.gateway.stages import Stages
+from app.gateway.transcoding import query_pairs
 from app.gateway.wire_codecs import PROTO, JsonCodec, WireCodec
 from app.observe.calls import Observation
 
@@ -308,10 +308,9 @@ def _mime(headers: http_io.Headers) -> str:
 def _query(scope: Scope) -> dict[str, str]:
     raw = scope.get("query_string", b"").decode("latin-1")
     try:
-        pairs = parse_qs(raw, keep_blank_values=True, errors="strict")
+        return dict(query_pairs(raw))  # a name given twice: the last one counts
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadRequest(f"query string is not valid UTF-8: {exc}") from exc
-    return {key: values[-1] for key, values in pairs.items()}
 
 
 def _check_version(version: str) -> None:

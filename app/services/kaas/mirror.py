@@ -43,9 +43,8 @@ class ClusterMirror:
     def _clear(self) -> None:
         self._revision: int | None = None  # read through this revision; None: read everything
         self._records: dict[str, dict[str, dict[str, Record]]] = {kind: {} for kind in KINDS}
-        # Machines decoded, by key, with the revision decoded; the addresses they hold.
+        # Machines decoded, by key, with the revision decoded.
         self._machines: dict[str, tuple[int, Machine]] = {}
-        self._ips: dict[str, str] = {}
         self._undecoded: set[str] = set()  # machine keys written since they were decoded
 
     async def catch_up(self) -> set[str]:
@@ -97,7 +96,6 @@ class ClusterMirror:
             self._records[kind].pop(name, None)
         if kind == MACHINE:
             self._machines.pop(key, None)
-            self._ips.pop(key, None)
             self._undecoded.discard(key)
 
     def remember(self, record: Record, machine: Machine) -> None:
@@ -118,14 +116,10 @@ class ClusterMirror:
     def _decoded(self, record: Record, machine: Machine) -> None:
         self._machines[record.key] = (record.revision, machine)
         self._undecoded.discard(record.key)
-        if machine.holds_ip:
-            self._ips[record.key] = machine.ip
-        else:
-            self._ips.pop(record.key, None)
 
     def addresses_in_use(self) -> AddressesInUse:
         """Every address a stored machine holds (all decoded: after :meth:`decode_written`)."""
-        return AddressesInUse(self._ips.values())
+        return AddressesInUse(m.ip for _, m in self._machines.values() if m.holds_ip)
 
     def status(self, name: str) -> Record | None:
         return self._records[CLUSTER].get(name, {}).get(name)

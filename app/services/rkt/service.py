@@ -52,6 +52,8 @@ APPC_VERSION = "0.8.11"
 API_VERSION = "1.0.0-alpha"
 # Instances decoded from recent events, shared by every stream (each event reaches them all).
 RECENT_DECODED = 256
+# Replies built for the events of recent writes, likewise shared (see ``_response``).
+RECENT_REPLIES = 256
 
 
 def global_flags(tls: bool) -> pb.GlobalFlags:
@@ -318,7 +320,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         if known is not None and all(a is b for a, b in zip(known[0], events, strict=True)):
             return known[1]
         response = pb.ListenEventsResponse(events=events)
-        if len(self._responses) >= RECENT_DECODED:
+        if len(self._responses) >= RECENT_REPLIES:
             del self._responses[next(iter(self._responses))]
         self._responses[key] = (events, response)
         return response

@@ -11,7 +11,8 @@ import pytest
 
 from app import field_rules
 from app.codegen import portico_openapi
-from app.field_rules import FIELD_RULES, Rule, violations
+from app.field_checks import violations
+from app.field_rules import FIELD_RULES, Rule
 from gen.cnct.kaas.api import api_pb2 as kaas
 from gen.edgeproto import operator_pb2
 from gen.scheduler import scheduler_pb2

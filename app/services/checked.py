@@ -18,7 +18,7 @@ import grpc
 from google.protobuf import descriptor, descriptor_pool
 from google.protobuf.message import Message
 
-from app import field_rules
+from app import field_checks
 from app.refusals import Violations
 from app.services.status import abort_invalid
 
@@ -40,7 +40,7 @@ def checked_servicers(servicers: dict[str, object]) -> dict[str, object]:
 def rule_violations(request: Message, method: str) -> Violations:
     """The request's violations of the field rules (app.field_rules) of ``method``."""
     found = Violations()
-    for path, problem in field_rules.violations(request, method):
+    for path, problem in field_checks.violations(request, method):
         found.add(path, problem)
     return found
 
@@ -65,9 +65,9 @@ class _Checked:
             return
         for method in found.methods:
             behaviour = getattr(servicer, method.name, None)
-            if getattr(behaviour, "checks_own_fields", False):
+            if behaviour is None or getattr(behaviour, "checks_own_fields", False):
                 continue
-            if behaviour is not None and field_rules.may_apply(method.input_type, method.full_name):
+            if field_checks.may_apply(method.input_type, method.full_name):
                 self._methods[method.name] = _wrap(method, behaviour)
 
     def __getattr__(self, name: str) -> Any:

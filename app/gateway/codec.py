@@ -19,6 +19,7 @@ from google.protobuf import descriptor, descriptor_pool, json_format, message
 
 from app import limits
 from app.gateway.errors import BadRequest
+from app.gateway.json_reader import read_plain
 from app.gateway.message_checks import is_map, too_many, undefined_enum
 
 FieldPath = tuple[descriptor.FieldDescriptor, ...]
@@ -80,6 +81,8 @@ def parse_into(
     """Merge a decoded JSON object into ``target``; any problem is a BadRequest naming the field."""
     if not isinstance(value, dict):
         raise BadRequest(f"{what} must be a JSON object, not {_json_type(value)}")
+    if read_plain(value, target):
+        return
     _check_tree(value, message_descriptor(target), "", not options.ignore_unknown)
     try:
         json_format.ParseDict(

@@ -1,8 +1,9 @@
 """JSON bodies, query parameters and path variables ↔ protobuf messages (proto3 JSON mapping).
 
-Conversion is ``google.protobuf.json_format``; this module adds what it lacks for a gateway:
-strict decoding of raw bytes, query-parameter binding by field path, and turning every parse
-failure into :class:`~app.gateway.errors.BadRequest` naming the offending field.
+Conversion is ``google.protobuf.json_format`` (plain bodies take the compiled reader of
+:mod:`app.gateway.json_reader`, which gives the same messages); this module adds what it lacks
+for a gateway: strict decoding of raw bytes, query-parameter binding by field path, and turning
+every parse failure into :class:`~app.gateway.errors.BadRequest` naming the offending field.
 """
 
 from __future__ import annotations

@@ -67,6 +67,7 @@ def next_state(instance: InstanceRecord) -> InstanceRecord:
 async def advance_instances(store: ObjectStore, clock: Clock) -> int | None:
     """Finish every transient state whose time has come; returns the next step something is due."""
     due_next: int | None = None
+    moving: list[tuple[InstanceRecord, int]] = []
     for record in await store.list(INSTANCE):
         instance = InstanceRecord.from_bytes(record.data)
         if instance.status not in STEPS:
@@ -75,11 +76,16 @@ async def advance_instances(store: ObjectStore, clock: Clock) -> int | None:
         if clock.now() < due:
             due_next = due if due_next is None else min(due_next, due)
             continue
-        # On a conflict an owner's request came first; its write wakes us again.
-        with contextlib.suppress(Conflict):
-            await store.update(
-                INSTANCE, instance.id, next_state(instance).to_bytes(), record.revision
-            )
+        moving.append((instance, record.revision))
+    if moving:
+        # One transaction per step: one commit instead of one per instance, and watchers learn
+        # of the step's moves together (a thousand event streams send one frame, not ten).
+        async with store.transaction() as tx:
+            for instance, revision in moving:
+                # On a conflict an owner's request came first; its write wakes us again.
+                with contextlib.suppress(Conflict):
+                    moved = next_state(instance).to_bytes()
+                    await tx.update(INSTANCE, instance.id, moved, revision)
     return due_next
 
 

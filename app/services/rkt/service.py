@@ -23,26 +23,23 @@ Behaviour where SPEC is silent (see :mod:`app.services.rkt.pods` for the mapping
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import grpc
 
-from app import __version__, stream_position
-from app.callers import Role, current_caller
+from app import __version__
 from app.limits import MAX_FILTERS
 from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.kudo.records import BY_IMAGE, INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
-from app.services.rkt.events import EventTranslator, images_present
+from app.services.rkt.event_streams import EventStreams
+from app.services.rkt.events import images_present
 from app.services.rkt.images import Detail, image_of
 from app.services.rkt.logs import PodLog, output_interval_ns
 from app.services.rkt.pods import pod_of
-from app.services.rkt.waiting import NextEvent
+from app.services.rkt.visibility import visible
 from app.services.status import Violations, abort, abort_invalid, abort_store_error
-from app.shared_calls import SharedCalls
-from app.store import EventType, ObjectStore, Record, StoreError
+from app.store import ObjectStore, Record, StoreError
 from gen.scheduler import scheduler_pb2 as spb
 from gen.v1alpha import api_pb2 as pb
 from gen.v1alpha import api_pb2_grpc as pb_grpc
@@ -50,10 +47,6 @@ from gen.v1alpha import api_pb2_grpc as pb_grpc
 RKT_VERSION = "1.30.0"
 APPC_VERSION = "0.8.11"
 API_VERSION = "1.0.0-alpha"
-# Instances decoded from recent events, shared by every stream (each event reaches them all).
-RECENT_DECODED = 256
-# Replies built for the events of recent writes, likewise shared (see ``_response``).
-RECENT_REPLIES = 256
 
 
 def global_flags(tls: bool) -> pb.GlobalFlags:
@@ -87,30 +80,6 @@ def _times_violations(since: int, until: int, prefix: str = "") -> Violations:
     return found
 
 
-def _visible(instance: InstanceRecord) -> bool:
-    """Whether the caller may see this pod: a node account only its own node's."""
-    caller = current_caller.get()
-    return caller is None or caller.role != Role.NODE or instance.node == caller.username
-
-
-def _sees_every_pod() -> bool:
-    """Whether :func:`_visible` holds for every pod, for this caller."""
-    caller = current_caller.get()
-    return caller is None or caller.role != Role.NODE
-
-
-@dataclass(frozen=True)
-class _StreamStart:
-    """Where event streams opening together start: a revision, every instance as of it, and
-    their events up to it replayed once (a stream that sees every pod continues from a copy of
-    ``translator``; a node's stream replays its own pods)."""
-
-    revision: int
-    instances: list[InstanceRecord]
-    translator: EventTranslator
-    events: list[tuple[int, pb.Event]]  # (moment in ns, event), in time order
-
-
 class RuntimeService(pb_grpc.PublicAPIServicer):
     """Pods and images on the nodes, as the scheduler placed them."""
 
@@ -127,18 +96,14 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.output_interval_ns = output_interval_ns(step_seconds)
         self.version = __version__
         self.open_streams = 0
-        # ListenEvents replays nothing from before this moment (see the module docstring).
-        self.started_ns = time.time_ns()
-        self._recent: dict[int, InstanceRecord] = {}
-        self._responses: dict[tuple[int, ...], tuple[list[pb.Event], pb.ListenEventsResponse]] = {}
-        self._stream_starts: SharedCalls[_StreamStart] = SharedCalls()
+        self.events = EventStreams(store, self.image_retention_ns)
 
     async def _all_instances(self) -> list[InstanceRecord]:
         return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
 
     async def _instances(self) -> list[InstanceRecord]:
         """The instances the caller may see."""
-        return [i for i in await self._all_instances() if _visible(i)]
+        return [i for i in await self._all_instances() if visible(i)]
 
     def _images(self, instances: list[InstanceRecord]) -> dict:
         """The images on the nodes now (see :mod:`app.services.rkt.images`)."""
@@ -148,30 +113,13 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         """Each registered node's state as pods show it (see :mod:`app.services.rkt.pods`)."""
         return _node_state(await self.store.list(NODE))
 
-    async def _stream_start(self) -> _StreamStart:
-        """A revision and every instance's events as of it, for an event stream to start from.
-
-        Streams that start while one is being read share it (a thousand dashboards opening at
-        once cost one read and one replay of the instances' histories): whatever changed since
-        still reaches each of them, as they watch the log from that revision.
-        """
-        return await self._stream_starts.run(None, self._read_stream_start)
-
-    async def _read_stream_start(self) -> _StreamStart:
-        revision = await self.store.current_revision()
-        # Shared by every caller's stream: unfiltered (each stream filters for its caller).
-        instances = await self._all_instances()
-        translator = EventTranslator(self.image_retention_ns)
-        events = translator.replay_timed(instances)
-        return _StreamStart(revision, instances, translator, events)
-
     async def _pod_instance(self, pod_id: str, context: grpc.aio.ServicerContext) -> tuple:
         try:
             record = await self.store.get(INSTANCE, pod_id)
         except StoreError as exc:
             await abort_store_error(context, exc)
         instance = None if record is None else InstanceRecord.from_bytes(record.data)
-        if record is None or instance is None or not _visible(instance):
+        if record is None or instance is None or not visible(instance):
             await abort(context, grpc.StatusCode.NOT_FOUND, f"pod {pod_id!r} not found")
         return instance, record.revision
 
@@ -216,7 +164,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             node = await self.store.get(NODE, instance.node) if instance.node else None
         except StoreError as exc:
             await abort_store_error(context, exc)
-        instances = [i for r in sharing if _visible(i := InstanceRecord.from_bytes(r.data))]
+        instances = [i for r in sharing if visible(i := InstanceRecord.from_bytes(r.data))]
         imports = {k: at for k, (_, at) in self._images(instances).items()}
         nodes = {} if node is None else _node_state([node])
         return pb.InspectPodResponse(pod=pod_of(instance, Detail.FULL, imports, nodes))
@@ -260,80 +208,10 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             await abort_invalid(context, found)
         self.open_streams += 1
         try:
-            start = await self._stream_start()
-            revision = start.revision
-            if stream_position.resuming():
-                # The client has every event through the resume point: start from the instances
-                # as they stood then, so each later write is translated once and none is lost.
-                revision = stream_position.watch_start(revision)
-                try:
-                    stored = await self.store.list_at(INSTANCE, revision)
-                except StoreError as exc:
-                    await abort_store_error(context, exc)
-                instances = [InstanceRecord.from_bytes(data) for data in stored]
-                translator = EventTranslator(self.image_retention_ns)
-                translator.replay_timed([i for i in instances if _visible(i)])
-            else:
-                if _sees_every_pod():
-                    translator, backlog = start.translator.copy(), start.events
-                else:
-                    translator = EventTranslator(self.image_retention_ns)
-                    backlog = translator.replay_timed([i for i in start.instances if _visible(i)])
-                if wanted.since_time:  # the backlog (a resuming client has it already)
-                    since_ns = max(wanted.since_time * 1_000_000_000, self.started_ns)
-                    replayed = [
-                        event
-                        for at, event in backlog
-                        if at >= since_ns and filters.event_matches(event, wanted)
-                    ]
-                    if replayed:
-                        yield pb.ListenEventsResponse(events=replayed)
-            until_ns = wanted.until_time * 1_000_000_000
-            async with contextlib.aclosing(self.store.watch(INSTANCE, revision)) as events:
-                waiting = NextEvent(events)
-                try:
-                    while not until_ns or time.time_ns() < until_ns:
-                        # Wake for the next change, an image's removal, or the stream's end.
-                        moments = [m for m in (translator.next_due(), until_ns) if m]
-                        timeout = (min(moments) - time.time_ns()) / 1e9 if moments else None
-                        event = await waiting.within(None if timeout is None else max(timeout, 0))
-                        fresh = []
-                        if event is not None and event.type is not EventType.DELETED:
-                            instance = self._decoded(event.revision, event.data)
-                            if _visible(instance):
-                                fresh = translator.absorb(instance)
-                        fresh += translator.removals(time.time_ns())
-                        matching = [e for e in fresh if filters.event_matches(e, wanted)]
-                        if matching:
-                            yield self._response(matching)
-                finally:
-                    await waiting.close()
+            async for reply in self.events.listen(wanted, context):
+                yield reply
         finally:
             self.open_streams -= 1
-
-    def _response(self, events: list[pb.Event]) -> pb.ListenEventsResponse:
-        """The reply carrying ``events``; built once for every stream sending the same events
-        (translations are shared between streams, so the same event objects)."""
-        key = tuple(map(id, events))
-        known = self._responses.get(key)
-        # The ids are only a key: the events themselves are kept and compared.
-        if known is not None and all(a is b for a, b in zip(known[0], events, strict=True)):
-            return known[1]
-        response = pb.ListenEventsResponse(events=events)
-        if len(self._responses) >= RECENT_REPLIES:
-            del self._responses[next(iter(self._responses))]
-        self._responses[key] = (events, response)
-        return response
-
-    def _decoded(self, revision: int, data: bytes) -> InstanceRecord:
-        """The instance an event carries; decoded once for every stream that sees the event."""
-        instance = self._recent.get(revision)
-        if instance is None:
-            instance = InstanceRecord.from_bytes(data)
-            if len(self._recent) >= RECENT_DECODED:
-                del self._recent[next(iter(self._recent))]
-            self._recent[revision] = instance
-        return instance
 
     async def GetLogs(
         self, request: pb.GetLogsRequest, context: grpc.aio.ServicerContext

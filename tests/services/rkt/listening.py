@@ -9,17 +9,23 @@ from tests.harness import Running, eventually
 
 def stream_starts(server: Running) -> list[int]:
     """The revisions the runtime's event streams start from, appended as each stream has its
-    own: from then on it sees every later write."""
-    servicer: Any = server.portico.servicers["v1alpha.PublicAPI"]
+    own: from then on it sees every later write (whether it reads the shared feed or
+    translates for itself)."""
+    streams: Any = server.portico.servicers["v1alpha.PublicAPI"].events
     starts: list[int] = []
-    start = servicer._stream_start
+    start, feed_after = streams._stream_start, streams._feed_after
 
     async def recorded() -> Any:
         found = await start()
         starts.append(found.revision)
         return found
 
-    servicer._stream_start = recorded
+    async def joined(feed: Any) -> int:
+        after = int(await feed_after(feed))
+        starts.append(after)
+        return after
+
+    streams._stream_start, streams._feed_after = recorded, joined
     return starts
 
 

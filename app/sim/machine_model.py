@@ -7,7 +7,7 @@ How machines move through their phases is the provider's job (:mod:`app.sim.mach
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
@@ -145,7 +145,9 @@ class Machine:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
-        data = asdict(self)
+        # Every field is a plain value: no deep copy (asdict) needed; the reconciler writes
+        # each changed machine on every pass.
+        data = {name: getattr(self, name) for name in _FIELD_NAMES}
         data["role"] = self.role.value
         data["phase"] = self.phase.value
         return data
@@ -153,11 +155,13 @@ class Machine:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Machine:
         """Rebuild a machine from :meth:`to_dict` output; unknown keys are ignored."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         try:
             values["role"] = Role(values["role"])
             values["phase"] = Phase(values["phase"])
             return cls(**values)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a stored machine: {exc}") from exc
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Machine))

@@ -1,9 +1,10 @@
 """JSON bodies, query parameters and path variables ↔ protobuf messages (proto3 JSON mapping).
 
 Conversion is ``google.protobuf.json_format`` (plain bodies take the compiled reader of
-:mod:`app.gateway.json_reader`, which gives the same messages); this module adds what it lacks
-for a gateway: strict decoding of raw bytes, query-parameter binding by field path, and turning
-every parse failure into :class:`~app.gateway.errors.BadRequest` naming the offending field.
+:mod:`app.gateway.json_reader`, replies the compiled writer of :mod:`app.gateway.json_writer`,
+both giving json_format's own results); this module adds what it lacks for a gateway: strict
+decoding of raw bytes, query-parameter binding by field path, and turning every parse failure
+into :class:`~app.gateway.errors.BadRequest` naming the offending field.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from google.protobuf import descriptor, descriptor_pool, json_format, message
 from app import limits
 from app.gateway.errors import BadRequest
 from app.gateway.json_reader import read_plain
+from app.gateway.json_writer import write_plain
 from app.gateway.message_checks import is_map, too_many, undefined_enum
 
 FieldPath = tuple[descriptor.FieldDescriptor, ...]
@@ -102,6 +104,9 @@ def parse_into(
 
 def to_dict(msg: message.Message, options: JsonOptions) -> dict[str, Any]:
     """A message as its JSON object, default values included, int64 as strings."""
+    written = write_plain(msg, options.proto_names)
+    if written is not None:
+        return written
     return json_format.MessageToDict(
         msg,
         descriptor_pool=_pool(msg),

@@ -61,7 +61,8 @@ class _Field:
 
 
 _Shape = dict[str, _Field]  # by proto name and by JSON name
-_SHAPES: dict[str, _Shape | None] = {}
+# By descriptor, not name: a proxied upstream's types may share names with other pools' types.
+_SHAPES: dict[descriptor.Descriptor, _Shape | None] = {}
 
 
 def read_plain(value: dict[str, Any], target: Message) -> bool:
@@ -147,14 +148,13 @@ def _apply(value: dict[str, Any], target: Message, shape: _Shape) -> None:
 def _shape_of(desc: descriptor.Descriptor) -> _Shape | None:
     """The reader of ``desc``, or None where only the general path will do (well-known types,
     extensions)."""
-    full_name = desc.full_name
-    if full_name in _SHAPES:
-        return _SHAPES[full_name]
-    if full_name.startswith("google.protobuf.") or desc.is_extendable:
-        _SHAPES[full_name] = None
+    if desc in _SHAPES:
+        return _SHAPES[desc]
+    if desc.full_name.startswith("google.protobuf.") or desc.is_extendable:
+        _SHAPES[desc] = None
         return None
     shape: _Shape = {}
-    _SHAPES[full_name] = shape  # a recursive type finds itself while being compiled
+    _SHAPES[desc] = shape  # a recursive type finds itself while being compiled
     for fd in desc.fields:
         field = _field(fd)
         if field is not None:

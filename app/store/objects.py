@@ -70,7 +70,7 @@ from app.store.watch import (
 DEFAULT_COMPACTION_AGE = timedelta(days=1)
 # Other processes' writes are noticed by polling the log's head this often (only while someone
 # watches): a cheap query, and the floor of cross-worker stream latency.
-DEFAULT_POLL_INTERVAL = 0.05
+DEFAULT_POLL_INTERVAL = 0.01
 
 _log = core_table(EventLogEntry)
 _meta = core_table(StoreMeta)

@@ -130,6 +130,12 @@ class Database:
         if self._file_lock is not None:
             self._file_lock.release()
 
+    @property
+    def writing(self) -> bool:
+        """Whether a write of this process is under way or has just committed and its writer
+        has not yet been told (it is about to tell watchers what it wrote)."""
+        return self._group.writing > 0
+
     def joined(self) -> TransactionRunner | None:
         """The ambient transaction this task's store calls join, if one is open."""
         runner = _joined.get()

@@ -78,6 +78,7 @@ class GroupCommit:
         self._max_seconds = max_seconds
         self._lock = TurnLock()  # callers' writes before background work's
         self._waiting = 0  # writers queued for a turn: while any is, the group stays open
+        self.writing = 0  # turns begun and not yet over (committed and their callers told)
         self._group: _Group | None = None
         self._sweeper: asyncio.Future[None] | None = None
 
@@ -85,6 +86,20 @@ class GroupCommit:
     async def turn(self) -> AsyncIterator[TransactionRunner]:
         """One logical write transaction: committed (durably) when the block ends without an
         error, rolled back alone if it raises. Only one turn of a process runs at a time."""
+        self.writing += 1
+        try:
+            async with self._turn() as runner:
+                yield runner
+        finally:
+            # Counted until the caller's step that follows the commit has run: that step tells
+            # the store's watchers what it wrote (see RevisionFeed's poller).
+            asyncio.get_running_loop().call_soon(self._written)
+
+    def _written(self) -> None:
+        self.writing -= 1
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[TransactionRunner]:
         await self._acquire()
         try:
             group = await self._open()

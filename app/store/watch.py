@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Collection, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -147,9 +148,17 @@ def objects_at(conn: Connection, kind: str, revision: int) -> list[bytes]:
 class RevisionFeed:
     """The newest revision this process knows of, and a way to wait until it moves past one."""
 
-    def __init__(self, database: Database, head: int, poll_interval: float) -> None:
+    def __init__(
+        self,
+        database: Database,
+        head: int,
+        poll_interval: float,
+        read_head: Callable[[], Awaitable[int]] | None = None,
+    ) -> None:
         self.head = head
         self._database = database
+        # How the poller reads the log's head (the store may have a cheaper way).
+        self.read_head = read_head or functools.partial(database.read, head_revision)
         self._poll_interval = poll_interval
         self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
@@ -245,7 +254,13 @@ class RevisionFeed:
             await asyncio.sleep(self._poll_interval)
             # A failed poll is retried next tick; watchers just wait a little longer.
             with contextlib.suppress(Exception):
-                self.advance(await self._database.read(head_revision))
+                head = await self.read_head()
+                # A head this process is committing is its writer's to announce, with its
+                # events (announced here first, every watcher would read them from the log);
+                # another process's write meanwhile reaches watchers with that announcement
+                # (the gap is read from the log) or at the next poll.
+                if not self._database.writing:
+                    self.advance(head)
 
     async def close(self) -> None:
         """Stop the poller and end every watch still waiting (with ``Unavailable``)."""

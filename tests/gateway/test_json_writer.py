@@ -16,8 +16,13 @@ from .shelf import pb
 from .test_json_reader import _sample
 
 _REGISTRY = list(Registry.from_package("gen"))
+# Well-known types at the top are json_format's own (the writer leaves them to it).
 _MESSAGES = sorted(
-    {m.input_type for m in _REGISTRY} | {m.output_type for m in _REGISTRY},
+    (
+        t
+        for t in {m.input_type for m in _REGISTRY} | {m.output_type for m in _REGISTRY}
+        if not t.DESCRIPTOR.full_name.startswith("google.protobuf.")
+    ),
     key=lambda t: t.DESCRIPTOR.full_name,
 )
 
@@ -37,8 +42,6 @@ def _same_as_json_format(msg: Message, proto_names: bool) -> None:
 def test_every_seed_message_is_written_as_json_format_writes_it(
     message_type: type[Message], proto_names: bool
 ) -> None:
-    if message_type.DESCRIPTOR.full_name.startswith("google.protobuf."):
-        pytest.skip("a well-known type at the top is json_format's own")
     if _holds_any(message_type.DESCRIPTOR, set()):
         assert write_plain(message_type(), proto_names) is None  # Any resolves at run time
         return

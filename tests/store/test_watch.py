@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -36,6 +36,36 @@ def count_reads(store: ObjectStore, only: Callable[..., Any] | None = None) -> C
 
     store.database.read = counting_read  # type: ignore[method-assign]
     return lambda: count
+
+
+def count_head_reads(store: ObjectStore) -> Callable[[], int]:
+    """How many times the store's revision poller reads the log's head from now on (each
+    still runs)."""
+    count = 0
+    feed = store._feed
+    real_read_head = feed.read_head
+
+    async def counting() -> int:
+        nonlocal count
+        count += 1
+        return await real_read_head()
+
+    feed.read_head = counting
+    return lambda: count
+
+
+def test_the_head_is_the_newest_revision_also_once_compaction_emptied_the_log(with_store):
+    async def body(store: ObjectStore):
+        assert await store.current_revision() == 0
+        await store.create("Cluster", "alpha", b"")
+        last = await store.update("Cluster", "alpha", b"v2")
+        assert await store.current_revision() == last.revision
+        await store.compact(now=datetime.now(UTC) + timedelta(days=365))
+        assert await store.event_log_size() == (0, last.revision)
+        assert await store.current_revision() == last.revision
+        assert await store.database.read(head_revision) == last.revision
+
+    with_store(body)
 
 
 async def _watching() -> bool:
@@ -117,7 +147,7 @@ def test_a_watcher_sees_writes_of_another_process_within_a_second(store_url):
             ObjectStore.open(store_url) as writer_side,
         ):
             start = await watcher_side.current_revision()
-            polls = count_reads(watcher_side, head_revision)
+            polls = count_head_reads(watcher_side)
             async with contextlib.aclosing(watcher_side.watch("Cluster", start)) as events:
                 waiting = asyncio.create_task(anext(events))
                 await eventually(lambda: _polled(polls), what="the watch waiting (polling)")
@@ -225,7 +255,7 @@ def test_closing_the_store_ends_waiting_watches_as_unavailable(store_url):
         store = ObjectStore.open(store_url)
         try:
             head = await store.current_revision()
-            polls = count_reads(store, head_revision)
+            polls = count_head_reads(store)
             events = store.watch("Cluster", head)
             waiting = asyncio.create_task(anext(events))
             await eventually(lambda: _polled(polls), what="the watch waiting (polling)")
@@ -297,7 +327,7 @@ def test_writes_of_two_processes_interleaved_reach_a_watcher_in_order(store_url)
     async def body() -> None:
         async with ObjectStore.open(store_url) as here, ObjectStore.open(store_url) as there:
             head = await here.current_revision()
-            polls = count_reads(here, head_revision)
+            polls = count_head_reads(here)
             async with contextlib.aclosing(here.watch("Cluster", head)) as events:
                 waiting = asyncio.ensure_future(take(events, 4))
                 await eventually(lambda: _polled(polls), what="the watch waiting (polling)")

@@ -22,7 +22,7 @@ from app import stream_position
 from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.rkt import filters
 from app.services.rkt.events import EventTranslator
-from app.services.rkt.feed import EventFeed, FeedBehind, FeedEntry
+from app.services.rkt.feed import EventFeed, FeedBehind
 from app.services.rkt.visibility import sees_every_pod, visible
 from app.services.rkt.waiting import NextEvent
 from app.services.status import abort_store_error
@@ -142,10 +142,8 @@ class EventStreams:
             every = wanted.ByteSize() == 0  # no filter
             while True:
                 entries, position = await feed.read(position, delivered)
-                # Entries that arrived together go in one reply: a burst of writes (a clock
-                # step moves many instances) is one frame per stream, not one per write.
-                picked: list[pb.Event] = []
-                sources: list[FeedEntry] = []
+                # One frame an entry, as a watch of its own would send: a frame's revision (an
+                # SSE id) is the same on every stream and every replica.
                 for entry in entries:
                     if 0 < entry.write <= after:
                         continue  # a write from before this stream opened
@@ -155,12 +153,9 @@ class EventStreams:
                     else:
                         matching = [e for e in entry.events if filters.event_matches(e, wanted)]
                     if matching:
-                        picked += matching
-                        sources.append(entry)
-                if picked:
-                    stream_position.mark(delivered)
-                    alone = len(sources) == 1 and len(picked) == len(sources[0].events)
-                    yield sources[0].reply if alone else self._response(picked)
+                        stream_position.mark(delivered)
+                        whole = len(matching) == len(entry.events)
+                        yield entry.reply if whole else self._response(matching)
         finally:
             feed.leave()
 

@@ -37,7 +37,9 @@ FEED_KEPT = 1024
 class FeedEntry:
     """The events of one write (``write`` is its revision) or of images' retention ending (no
     write: ``write`` 0); ``revision`` is the newest write translated so far, the stream's
-    position once it sent them. ``reply`` carries them all, for every stream that wants all."""
+    position once it sent them. ``reply`` carries them all, for every stream that wants all:
+    each stream sends an entry as one frame, so frames (and their SSE ids) are the same on every
+    stream, and on every replica, as with a watch of its own."""
 
     revision: int
     write: int

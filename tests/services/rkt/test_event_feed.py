@@ -127,3 +127,40 @@ def test_twenty_streams_translate_each_write_once(tmp_path, monkeypatch: pytest.
             await asyncio.gather(*readers, return_exceptions=True)
 
     run(scenario())
+
+
+def test_streams_that_keep_up_get_the_same_frames(tmp_path):
+    """One frame per feed entry, for every stream: SSE ids (a frame's revision) are the same
+    for every subscriber, so a client resuming elsewhere is compared like with like."""
+
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=1) as server:
+            token = await server.login()
+            streams = server.portico.servicers["v1alpha.PublicAPI"].events
+            starts = stream_starts(server)
+            frames: list[list[Seen]] = [[], [], []]
+
+            async def collect(into: list[Seen]) -> None:
+                async for reply in streams.listen(rkt.EventFilter(), None):
+                    into.append(_events(reply))
+
+            readers = [asyncio.ensure_future(collect(f)) for f in frames]
+            await listening(starts, 3)
+            for name in ("web", "cache"):
+                await _start(server, token, name)
+
+            async def all_have_both() -> bool:
+                return all(
+                    {("EVENT_TYPE_APP_STARTED", n) for n in ("web", "cache")}
+                    <= {e for frame in f for e in frame}
+                    for f in frames
+                )
+
+            await eventually(all_have_both, what="every stream has both pods' starts")
+            for reader in readers:
+                reader.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
+            assert frames[0] == frames[1] == frames[2]
+            assert len(frames[0]) > 1
+
+    run(scenario())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from app.store.objects import POSTGRESQL_POLL_INTERVAL, SQLITE_POLL_INTERVAL
+from app.store.objects import DEFAULT_POLL_INTERVAL
 from tests.bench import run as bench
 from tests.bench.report import README
 from tests.conftest import ROOT
@@ -19,11 +19,8 @@ MEASUREMENT = re.compile(
     r"|(?<!/)\b\d+\.\d+\b"  # a ratio (not a version such as HTTP/1.1)
     r"|\d+(?:\.\d+)?x\b"  # a multiple
 )
-# Numbers the text may state because they are settings, each the code's own value: the log head
-# poll of other workers, on each database.
-SETTINGS = {
-    f"{interval * 1000:.0f} ms" for interval in (SQLITE_POLL_INTERVAL, POSTGRESQL_POLL_INTERVAL)
-}
+# Numbers the text may state because they are settings, each the code's own value.
+SETTINGS = {f"{DEFAULT_POLL_INTERVAL * 1000:.0f} ms"}  # the log head poll of other workers
 
 
 def _results(folder: str) -> dict:

@@ -147,7 +147,8 @@ class EventStreams:
                 for entry in entries:
                     if 0 < entry.write <= after:
                         continue  # a write from before this stream opened
-                    delivered = entry.revision
+                    # (An image's removal translated before the stream's start is not behind it.)
+                    delivered = max(delivered, entry.revision)
                     if every:
                         matching = entry.events
                     else:

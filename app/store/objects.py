@@ -213,7 +213,7 @@ class ObjectStore:
         self.login_attempts = LoginAttempts(database)
         self.idempotency = IdempotencyRecords(database)
         self._feed = RevisionFeed(
-            database, call_mapped(self._head_sync), poll_interval, read_head=self._read_head
+            database, call_mapped(self._head_sync), poll_interval, self._read_head
         )
 
     @classmethod

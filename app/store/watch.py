@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import functools
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
@@ -153,12 +152,11 @@ class RevisionFeed:
         database: Database,
         head: int,
         poll_interval: float,
-        read_head: Callable[[], Awaitable[int]] | None = None,
+        read_head: Callable[[], Awaitable[int]],
     ) -> None:
         self.head = head
         self._database = database
-        # How the poller reads the log's head (the store may have a cheaper way).
-        self.read_head = read_head or functools.partial(database.read, head_revision)
+        self.read_head = read_head  # how the poller reads the log's head
         self._poll_interval = poll_interval
         self._changed = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None

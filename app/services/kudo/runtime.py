@@ -79,7 +79,7 @@ async def advance_instances(store: ObjectStore, clock: Clock) -> int | None:
         moving.append((instance, record.revision))
     if moving:
         # One transaction per step: one commit instead of one per instance, and watchers learn
-        # of the step's moves together (a thousand event streams send one frame, not ten).
+        # of the step's moves in one wake-up.
         async with store.transaction() as tx:
             for instance, revision in moving:
                 # On a conflict an owner's request came first; its write wakes us again.

@@ -21,12 +21,13 @@ from app.store.leader import LeaderElection
 from app.store.objects import ObjectStore, Reader, Record, Transaction, Writer
 from app.store.tables import SCHEMA_VERSION, Account, RevokedToken
 from app.store.turn_lock import mark_background
-from app.store.watch import Event, EventType
+from app.store.watch import Commit, Event, EventType
 
 __all__ = [
     "SCHEMA_VERSION",
     "Account",
     "AlreadyExists",
+    "Commit",
     "Conflict",
     "Event",
     "EventType",

@@ -57,10 +57,12 @@ from app.store.tables import (
 )
 from app.store.watch import (
     REPLAY_BATCH,
+    Commit,
     Event,
     EventType,
     RevisionFeed,
     compacted_revision,
+    follow_commits,
     follow_events,
     head_revision,
     objects_at,
@@ -140,6 +142,14 @@ class Transaction:
         self.written: list[Event] = []  # what the writes appended to the event log
         # Objects as this transaction last saw them (None: known to be absent).
         self._known: dict[tuple[str, str], Record | None] = {}
+        self._now: datetime | None = None
+
+    def _time(self) -> datetime:
+        """The moment of every write of this transaction: its events share it, which is how a
+        watcher of commits (``ObjectStore.watch_commits``) tells one transaction from the next."""
+        if self._now is None:
+            self._now = utc_now()
+        return self._now
 
     def _wrote(self, record: Record, type_: EventType) -> None:
         self.revision = record.revision
@@ -164,7 +174,7 @@ class Transaction:
         """Create an object; ``AlreadyExists`` if the key is taken."""
         if self._known.get((kind, key)) is not None:
             raise AlreadyExists(f"{kind} {key!r} already exists")
-        record = await self._runner.run(insert_record, kind, key, as_bytes(data), utc_now())
+        record = await self._runner.run(insert_record, kind, key, as_bytes(data), self._time())
         self._wrote(record, EventType.CREATED)
         return record
 
@@ -182,7 +192,7 @@ class Transaction:
             key,
             as_bytes(data),
             expected_revision,
-            utc_now(),
+            self._time(),
             self._known.get((kind, key)),
         )
         if changed:
@@ -192,7 +202,7 @@ class Transaction:
     async def delete(self, kind: str, key: str, expected_revision: int | None = None) -> Record:
         """Delete an object; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
         record = await self._runner.run(
-            delete_record, kind, key, expected_revision, utc_now(), self._known.get((kind, key))
+            delete_record, kind, key, expected_revision, self._time(), self._known.get((kind, key))
         )
         self._wrote(record, EventType.DELETED)
         return record
@@ -374,6 +384,13 @@ class ObjectStore:
         Raises ``OutOfRange`` if the log was compacted past ``since_revision``.
         """
         return follow_events(self.database, self._feed, kinds, since_revision)
+
+    def watch_commits(
+        self, kinds: Collection[str] | str | None, since_revision: int
+    ) -> AsyncGenerator[Commit]:
+        """As :meth:`watch`, each transaction's events together: one :class:`Commit` per
+        transaction (of its writes of ``kinds``), the same for every watcher."""
+        return follow_commits(self.database, self._feed, kinds, since_revision)
 
     async def changes(self, kinds: Collection[str], after: int) -> tuple[builtins.list[Event], int]:
         """Every committed event of ``kinds`` after revision ``after``, and the revision they

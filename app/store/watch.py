@@ -50,7 +50,8 @@ class EventType(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One committed write; ``data`` is the object after it (before it, for a deletion)."""
+    """One committed write; ``data`` is the object after it (before it, for a deletion), ``at``
+    when it was written (one moment for every write of a transaction)."""
 
     revision: int
     kind: str
@@ -58,6 +59,23 @@ class Event:
     type: EventType
     data: bytes
     at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """The events of the watched kinds that one transaction wrote, oldest first.
+
+    A transaction stamps its writes with one moment, and the log keeps it with each event: the
+    events of one commit are the consecutive ones that share it. So every watcher, in any
+    process, splits the log into the same commits, however its reads of the log were cut.
+    """
+
+    events: tuple[Event, ...]
+
+    @property
+    def revision(self) -> int:
+        """The revision of its last write: the position of a watcher that has it."""
+        return self.events[-1].revision
 
 
 def compacted_revision(conn: Connection) -> int:
@@ -279,6 +297,48 @@ async def follow_events(
     since_revision: int,
 ) -> AsyncGenerator[Event]:
     """Every event after ``since_revision`` for ``kinds``, then new ones as they commit."""
+    async for events, _ in _follow_reads(database, feed, kinds, since_revision):
+        for event in events:
+            stream_position.mark(event.revision)
+            _delivered(event)
+            yield event
+
+
+async def follow_commits(
+    database: Database,
+    feed: RevisionFeed,
+    kinds: Collection[str] | str | None,
+    since_revision: int,
+) -> AsyncGenerator[Commit]:
+    """As :func:`follow_events`, the events of each transaction together (see :class:`Commit`)."""
+    pending: list[Event] = []
+    async for events, whole in _follow_reads(database, feed, kinds, since_revision):
+        for event in events:
+            if pending and event.at != pending[-1].at:
+                yield _commit(pending)
+                pending = []
+            pending.append(event)
+        # A read cut short by its page size may end inside a transaction: the rest is next.
+        if whole and pending:
+            yield _commit(pending)
+            pending = []
+
+
+def _commit(events: list[Event]) -> Commit:
+    stream_position.mark(events[-1].revision)
+    _delivered(events[-1])
+    return Commit(tuple(events))
+
+
+async def _follow_reads(
+    database: Database,
+    feed: RevisionFeed,
+    kinds: Collection[str] | str | None,
+    since_revision: int,
+) -> AsyncGenerator[tuple[list[Event], bool]]:
+    """The events of each read of the log (or of its tail in memory) after ``since_revision``
+    for ``kinds``, and whether the read reached the head: commits are atomic, so then its last
+    transaction is whole."""
     if isinstance(kinds, str):
         kinds = (kinds,)
     wanted = None if kinds is None else tuple(kinds)
@@ -287,21 +347,18 @@ async def follow_events(
         recent = await feed.recent_events(after, wanted)
         if recent is not None:
             events, through = recent
-            for event in events:
-                stream_position.mark(event.revision)
-                _delivered(event)
-                yield event
+            if events:
+                yield events, True
             after = max(after, through)
             await feed.wait_past(after)
             continue
         events, scanned = await read_log(database, after, wanted)
         feed.advance(scanned)
-        for event in events:
-            stream_position.mark(event.revision)
-            _delivered(event)
-            yield event
+        whole = len(events) < REPLAY_BATCH
+        if events:
+            yield events, whole
         after = max(after, scanned)
-        if len(events) < REPLAY_BATCH:
+        if whole:
             await feed.wait_past(after)
 
 

@@ -7,19 +7,21 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import pytest
 
-from app.store import Event, EventType, ObjectStore, OutOfRange, Unavailable
+from app.store import Commit, EventType, ObjectStore, OutOfRange, Unavailable
 from app.store.watch import REPLAY_BATCH, head_revision, read_events
 from tests.harness import eventually
 from tests.store.conftest import run
 
+T = TypeVar("T")
 
-async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
-    """The next ``count`` events."""
+
+async def take(events: AsyncIterator[T], count: int) -> list[T]:
+    """The next ``count`` events (or commits)."""
     return [await anext(events) for _ in range(count)]
 
 
@@ -187,6 +189,60 @@ def test_a_watcher_far_behind_gets_every_event(with_store):
         assert keys == [f"m{i:05d}" for i in range(total)]
 
     with_store(body)
+
+
+def _keys(commits: list[Commit]) -> list[list[str]]:
+    return [[event.key for event in commit.events] for commit in commits]
+
+
+def test_a_watch_of_commits_gives_each_transactions_writes_together(store_url):
+    """Live (as this process wrote them) and read back from the log by another opening, the
+    same commits: every watcher splits the log alike, whatever its reads."""
+
+    async def body() -> None:
+        async with ObjectStore.open(store_url) as store:
+            head = await store.current_revision()
+            commits = store.watch_commits("Cluster", head)
+            waiting = asyncio.ensure_future(take(commits, 3))
+            await store.create("Cluster", "a", b"")
+            async with store.transaction() as tx:
+                await tx.update("Cluster", "a", b"changed")
+                await tx.create("Machine", "a/0", b"")  # another kind: not in the commit
+                await tx.create("Cluster", "b", b"")
+                await tx.create("Cluster", "c", b"")
+            await store.create("Cluster", "d", b"")
+            live = await asyncio.wait_for(waiting, 5)
+            await commits.aclose()
+        assert _keys(live) == [["a"], ["a", "b", "c"], ["d"]]
+        assert [c.revision for c in live] == [c.events[-1].revision for c in live]
+        async with (
+            ObjectStore.open(store_url) as reopened,
+            contextlib.aclosing(reopened.watch_commits("Cluster", head)) as read_back,
+        ):
+            assert await take(read_back, 3) == live
+
+    run(body())
+
+
+def test_a_transaction_cut_by_a_page_of_the_log_is_one_commit(store_url):
+    async def body() -> None:
+        async with ObjectStore.open(store_url) as store:
+            for name in ("x", "y"):
+                await store.create("Machine", name, b"")
+            total = REPLAY_BATCH + 7  # the first page of the log ends inside it
+            async with store.transaction() as tx:
+                for i in range(total):
+                    await tx.create("Machine", f"m{i:05d}", b"")
+            await store.create("Machine", "z", b"")
+        # Opened again, the store remembers none of it: the watch reads the log page by page.
+        async with (
+            ObjectStore.open(store_url) as reopened,
+            contextlib.aclosing(reopened.watch_commits("Machine", 0)) as commits,
+        ):
+            got = await take(commits, 4)
+        assert [len(c.events) for c in got] == [1, 1, total, 1]
+
+    run(body())
 
 
 def test_a_watch_from_before_compaction_is_out_of_range(with_store):

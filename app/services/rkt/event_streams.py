@@ -142,8 +142,8 @@ class EventStreams:
             every = wanted.ByteSize() == 0  # no filter
             while True:
                 entries, position = await feed.read(position, delivered)
-                # One frame an entry, as a watch of its own would send: a frame's revision (an
-                # SSE id) is the same on every stream and every replica.
+                # One frame an entry (a transaction's events), as a watch of its own would send:
+                # a frame's revision (an SSE id) is the same on every stream and every replica.
                 for entry in entries:
                     if 0 < entry.write <= after:
                         continue  # a write from before this stream opened
@@ -175,21 +175,24 @@ class EventStreams:
     async def _translated(
         self, wanted: pb.EventFilter, translator: EventTranslator, revision: int
     ) -> AsyncIterator[pb.ListenEventsResponse]:
-        """Every write after ``revision`` translated by this stream's own ``translator``."""
+        """Every write after ``revision`` translated by this stream's own ``translator``, a
+        transaction's events in one reply (as the feed sends them)."""
         until_ns = wanted.until_time * 1_000_000_000
-        async with contextlib.aclosing(self.store.watch(INSTANCE, revision)) as events:
-            waiting = NextEvent(events)
+        commits = self.store.watch_commits(INSTANCE, revision)
+        async with contextlib.aclosing(commits):
+            waiting = NextEvent(commits)
             try:
                 while not until_ns or time.time_ns() < until_ns:
                     # Wake for the next change, an image's removal, or the stream's end.
                     moments = [m for m in (translator.next_due(), until_ns) if m]
                     timeout = (min(moments) - time.time_ns()) / 1e9 if moments else None
-                    event = await waiting.within(None if timeout is None else max(timeout, 0))
+                    commit = await waiting.within(None if timeout is None else max(timeout, 0))
                     fresh = []
-                    if event is not None and event.type is not EventType.DELETED:
-                        instance = self._decoded(event.revision, event.data)
-                        if visible(instance):
-                            fresh = translator.absorb(instance)
+                    for event in commit.events if commit is not None else ():
+                        if event.type is not EventType.DELETED:
+                            instance = self._decoded(event.revision, event.data)
+                            if visible(instance):
+                                fresh += translator.absorb(instance)
                     fresh += translator.removals(time.time_ns())
                     matching = [e for e in fresh if filters.event_matches(e, wanted)]
                     if matching:

@@ -3,11 +3,11 @@
 A stream that translated the log itself woke for every write, read it from the watch, decoded it
 and ran it through an image shelf of its own: a thousand dashboards did the same work a thousand
 times over, and that, not sending, was most of what an event cost. The feed follows the log once,
-from one snapshot, and keeps the events each write (or an image's retention ending) produced;
-a stream reads them from where it joined and only filters and sends.
+from one snapshot, and keeps the events each transaction (or an image's retention ending)
+produced; a stream reads them from where it joined and only filters and sends.
 
 A stream joins at the store's revision when it opens and skips what the feed translated for
-writes up to it, so it sees exactly the writes after it opened, as with a watch of its own;
+transactions up to it, so it sees exactly the writes after it opened, as with a watch of its own;
 streams opening while the feed reads its snapshot start from that snapshot's revision.
 A stream whose client reads so slowly that it falls :data:`FEED_KEPT` entries behind leaves the
 feed (:class:`FeedBehind`) and translates for itself from the last write it delivered, as a
@@ -35,11 +35,14 @@ FEED_KEPT = 1024
 
 @dataclass(frozen=True, slots=True)
 class FeedEntry:
-    """The events of one write (``write`` is its revision) or of images' retention ending (no
-    write: ``write`` 0); ``revision`` is the newest write translated so far, the stream's
-    position once it sent them. ``reply`` carries them all, for every stream that wants all:
-    each stream sends an entry as one frame, so frames (and their SSE ids) are the same on every
-    stream, and on every replica, as with a watch of its own."""
+    """The events of one transaction's writes (``write`` is the revision of its last) or of
+    images' retention ending (no write: ``write`` 0); ``revision`` is the newest write
+    translated so far, the stream's position once it sent them. ``reply`` carries them all, for
+    every stream that wants all: each stream sends an entry as one frame, so frames (and their
+    SSE ids) are the same on every stream, and on every replica, as with a watch of its own.
+    A simulated runtime step that moves twenty instances in one transaction is one frame, not
+    twenty: each frame sent to a thousand subscribers costs milliseconds, and the Start sent
+    just after that step waited behind all of them."""
 
     revision: int
     write: int
@@ -123,20 +126,26 @@ class EventFeed:
         try:
             revision, translator = await self._start()
             self.started.set_result(revision)
-            async with contextlib.aclosing(self._store.watch(INSTANCE, revision)) as events:
-                waiting = NextEvent(events)
+            commits = self._store.watch_commits(INSTANCE, revision)
+            async with contextlib.aclosing(commits):
+                waiting = NextEvent(commits)
                 try:
                     while True:
                         due = translator.next_due()
                         timeout = None if due is None else max((due - time.time_ns()) / 1e9, 0)
-                        event = await waiting.within(timeout)
-                        if event is not None:
-                            revision = event.revision
-                            if event.type is not EventType.DELETED:
-                                instance = self._decode(event.revision, event.data)
-                                fresh = translator.absorb(instance)
-                                if fresh:
-                                    self._publish(_entry(revision, revision, fresh))
+                        commit = await waiting.within(timeout)
+                        if commit is not None:
+                            revision = commit.revision
+                            fresh = [
+                                event
+                                for written in commit.events
+                                if written.type is not EventType.DELETED
+                                for event in translator.absorb(
+                                    self._decode(written.revision, written.data)
+                                )
+                            ]
+                            if fresh:
+                                self._publish(_entry(revision, revision, fresh))
                         removed = translator.removals(time.time_ns())
                         if removed:
                             self._publish(_entry(revision, 0, removed))

@@ -1,4 +1,5 @@
-"""Waiting for the next store event or a moment, whichever comes first, without losing events.
+"""Waiting for the next store event (or commit) or a moment, whichever comes first, without
+losing any.
 
 ``asyncio.wait_for(anext(watch), t)`` would cancel the watch's pending read on a timeout (and
 with it the watch); :class:`NextEvent` keeps that read pending across timeouts instead.
@@ -9,19 +10,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Generic, Protocol, TypeVar
 
 from app import stream_position
-from app.store import Event
 
 
-class NextEvent:
-    """Reads a store watch one event at a time, each read bounded by an optional timeout."""
+class _Positioned(Protocol):
+    @property
+    def revision(self) -> int: ...
 
-    def __init__(self, events: AsyncIterator[Event]) -> None:
+
+T = TypeVar("T", bound=_Positioned)
+
+
+class NextEvent(Generic[T]):
+    """Reads a store watch (of events or of commits) one at a time, each read bounded by an
+    optional timeout."""
+
+    def __init__(self, events: AsyncIterator[T]) -> None:
         self._events = events
-        self._pending: asyncio.Future[Event] | None = None
+        self._pending: asyncio.Future[T] | None = None
 
-    async def within(self, timeout: float | None) -> Event | None:
+    async def within(self, timeout: float | None) -> T | None:
         """The next event, or None if ``timeout`` seconds pass first (None: wait for one)."""
         if timeout is None and self._pending is None:
             # Nothing to bound: read in this task (a thousand streams woken by one write each

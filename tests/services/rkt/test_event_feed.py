@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from app.services.kudo.records import INSTANCE
+from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.rkt import feed
 from app.services.rkt.events import EventTranslator
 from gen.scheduler import scheduler_pb2 as pb
@@ -162,5 +163,60 @@ def test_streams_that_keep_up_get_the_same_frames(tmp_path):
             await asyncio.gather(*readers, return_exceptions=True)
             assert frames[0] == frames[1] == frames[2]
             assert len(frames[0]) > 1
+
+    run(scenario())
+
+
+def test_a_transaction_moving_several_pods_reaches_each_stream_as_one_reply(tmp_path):
+    """A simulated runtime step moves every due instance in one transaction: its events go out
+    as one reply (one SSE frame), from the shared feed and from a stream translating for itself
+    alike, not one reply per instance written (a thousand subscribers each got twenty frames
+    for one step, and the Start sent after it waited behind them)."""
+
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=1) as server:
+            token = await server.login()
+            store = server.portico.store
+            assert store is not None
+            streams = server.portico.servicers["v1alpha.PublicAPI"].events
+            pods = {"web": await _start(server, token, "web")}
+            pods["cache"] = await _start(server, token, "cache")
+            starts = stream_starts(server)
+            replies: list[list[Seen]] = [[], []]
+
+            async def collect(wanted: rkt.EventFilter, into: list[Seen]) -> None:
+                async for reply in streams.listen(wanted, None):
+                    into.append(_events(reply))
+
+            readers = [
+                asyncio.ensure_future(collect(rkt.EventFilter(), replies[0])),  # the feed
+                # A stream with an until_time translates for itself.
+                asyncio.ensure_future(
+                    collect(rkt.EventFilter(until_time=int(time.time()) + 60), replies[1])
+                ),
+            ]
+            await listening(starts, 2)
+            async with store.transaction() as tx:  # as the runtime's step does
+                for pod_id in pods.values():
+                    record = await tx.get(INSTANCE, pod_id)
+                    assert record is not None
+                    running_ = InstanceRecord.from_bytes(record.data)
+                    stopped = running_.moved(
+                        pb.STOPPED, "stopped", at_ns=time.time_ns(), step=running_.step + 1
+                    )
+                    await tx.update(INSTANCE, pod_id, stopped.to_bytes())
+            exits = {("EVENT_TYPE_POD_EXITED", name) for name in pods}
+
+            async def both_exited() -> bool:
+                return all(exits <= {e for reply in got for e in reply} for got in replies)
+
+            await eventually(both_exited, what="both pods' exits on both streams")
+            for reader in readers:
+                reader.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
+            for got in replies:
+                carrying = [reply for reply in got if exits & set(reply)]
+                assert len(carrying) == 1, got
+                assert exits <= set(carrying[0])
 
     run(scenario())

@@ -12,6 +12,7 @@ that carried the event). The producer (the benchmark) matches those with the cha
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sys
 import time
@@ -22,13 +23,14 @@ PATH = "/v1/runtime/events"
 OPEN_TIMEOUT = 30.0
 
 Arrival = tuple[str, str, float, int]
+Received = tuple[float, int, bytes]  # when, the message's revision, its ``data:`` line
 
 
 async def subscribe(
-    host: str, port: int, token: str, opened: asyncio.Future[float], arrivals: list[Arrival]
+    host: str, port: int, token: str, opened: asyncio.Future[float], received: list[Received]
 ) -> None:
-    """One subscription: ``opened`` gets its time to first byte (or its refusal), ``arrivals``
-    every event it receives until cancelled."""
+    """One subscription: ``opened`` gets its time to first byte (or its refusal), ``received``
+    every message it receives until cancelled (see :func:`arrivals`)."""
     started = time.perf_counter()
     reader, writer = await asyncio.open_connection(host, port, limit=1 << 20)
     try:
@@ -48,7 +50,8 @@ async def subscribe(
         pending = b""
         while chunk := await reader.read(1 << 16):
             # An event arrived when its bytes were read, not when this process got to parsing
-            # them: a burst to a thousand subscribers is read before much of it is parsed.
+            # them: messages are parsed once the run is over, so that a burst of large ones to a
+            # thousand subscribers does not hold back the reading (and timing) of what follows.
             now = time.time()
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
@@ -56,9 +59,7 @@ async def subscribe(
                 if line.startswith(b"id: "):
                     revision = int(line[4:])
                 elif line.startswith(b"data: "):
-                    reply = json.loads(line[6:]).get("result", {})
-                    for event in reply.get("events", ()):
-                        arrivals.append((event["id"], event["type"], now, revision))
+                    received.append((now, revision, line))
     except (ConnectionError, OSError) as error:
         if not opened.done():
             opened.set_exception(error)
@@ -66,11 +67,20 @@ async def subscribe(
         writer.close()
 
 
+def arrivals(received: list[Received]) -> list[Arrival]:
+    """The events of one subscriber's messages, each with when and in which revision it came."""
+    return [
+        (event["id"], event["type"], now, revision)
+        for now, revision, line in received
+        for event in json.loads(line[6:]).get("result", {}).get("events", ())
+    ]
+
+
 async def main(host: str, port: int, token: str, subscribers: int) -> None:
-    arrivals: list[list[Arrival]] = [[] for _ in range(subscribers)]
+    received: list[list[Received]] = [[] for _ in range(subscribers)]
     opened = [asyncio.get_running_loop().create_future() for _ in range(subscribers)]
     tasks = [
-        asyncio.create_task(subscribe(host, port, token, opened[i], arrivals[i]))
+        asyncio.create_task(subscribe(host, port, token, opened[i], received[i]))
         for i in range(subscribers)
     ]
     done, _ = await asyncio.wait(opened, timeout=OPEN_TIMEOUT)
@@ -78,11 +88,16 @@ async def main(host: str, port: int, token: str, subscribers: int) -> None:
     refused = [str(f.exception()) for f in done if f.exception() is not None]
     refused += ["no status line in time"] * (subscribers - len(done))
     print(json.dumps({"open": len(ttfb), "refused": refused}), flush=True)
+    # What the opening built lives until the end: a full collection of it would pause this
+    # process for tens of ms in the middle of an event's delivery, timed as the server's.
+    gc.collect()
+    gc.freeze()
     await asyncio.to_thread(sys.stdin.readline)  # the producer's changes are over
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    print(json.dumps({"ttfb_s": ttfb, "refused": refused, "arrivals": arrivals}))
+    every = [arrivals(messages) for messages in received]
+    print(json.dumps({"ttfb_s": ttfb, "refused": refused, "arrivals": every}))
 
 
 if __name__ == "__main__":

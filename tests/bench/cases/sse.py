@@ -58,9 +58,12 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
     try:
         ids = running_instances(server.http, server.headers, f"sse-{subscribers}", INSTANCES)
         half = INSTANCES // 2
-        # Half of them stopped first, so that Starts come from the first change on.
+        # Half of them stopped first, so that Starts come from the first change on; their
+        # exits (one simulated step later, all together) come before the subscribers open, so
+        # what they measure is the paced changes alone.
         for instance_id in ids[half:]:
             client.post(f"/v1/scheduler/instances/{instance_id}:stop", json={}).raise_for_status()
+        exits.wait_for(ids[half:], CREATE_SECONDS)
         host, port = server.http.removeprefix("http://").split(":")
         listener = bench.processes.start(
             [sys.executable, "-m", "tests.bench.sse_load", host, port, server.token,
@@ -91,7 +94,7 @@ class Exits:
 
     def __init__(self, base: str, headers: dict[str, str]) -> None:
         self._exited: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._client = httpx.Client(base_url=base, headers=headers, timeout=None)
         opened = threading.Event()
         self._thread = threading.Thread(target=self._follow, args=(opened,), daemon=True)
@@ -110,6 +113,7 @@ class Exits:
                         if event["type"] == EXITED:
                             with self._lock:
                                 self._exited.add(event["id"])
+                                self._lock.notify_all()
         except httpx.HTTPError:
             pass  # closed by close(), or the server went away: nothing more is ready
         finally:
@@ -123,6 +127,12 @@ class Exits:
     def ready(self, instance_id: str) -> bool:
         with self._lock:
             return instance_id in self._exited
+
+    def wait_for(self, instance_ids: list[str], timeout: float) -> None:
+        """Return once every one of ``instance_ids`` has exited; TimeoutError after ``timeout``."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: self._exited.issuperset(instance_ids), timeout):
+                raise TimeoutError(f"instances not stopped within {timeout} s")
 
     def close(self) -> None:
         self._client.close()

@@ -67,7 +67,10 @@ class Commit:
 
     A transaction stamps its writes with one moment, and the log keeps it with each event: the
     events of one commit are the consecutive ones that share it. So every watcher, in any
-    process, splits the log into the same commits, however its reads of the log were cut.
+    process, splits the log into the same commits, however its reads of the log were cut. (A
+    transaction takes its moment at its first write, holding the write lock: the next one's is
+    later by at least a statement, to the microsecond the log keeps; replicas on other hosts
+    would need clocks equal to the microsecond for two neighbours to share one.)
     """
 
     events: tuple[Event, ...]

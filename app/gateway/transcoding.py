@@ -33,9 +33,8 @@ from app.gateway.http_rules import BindingPlan, is_bound
 _RENDER_CACHE_ENTRIES = 1024
 _RENDER_CACHE_BYTES = 4 * 1024 * 1024
 # A larger reply is rendered each time (a list of many objects is rarely sent twice as it was).
-# One event sent to a thousand subscribers is rendered once however many pods it carries: a
-# simulated step moving twenty instances, rendered afresh for each, held a thousand
-# subscribers' Starts back by a fifth of a second.
+# One event sent to a thousand subscribers is rendered once however many pods it carries (a
+# simulated step moving forty instances was rendered afresh for each subscriber).
 _RENDER_CACHE_MAX_BYTES = 64 * 1024
 
 

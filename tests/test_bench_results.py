@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from app.store.objects import DEFAULT_POLL_INTERVAL
+from app.store.objects import POSTGRESQL_POLL_INTERVAL, SQLITE_POLL_INTERVAL
 from tests.bench import run as bench
 from tests.bench.report import README
 from tests.conftest import ROOT
@@ -20,7 +20,10 @@ MEASUREMENT = re.compile(
     r"|\d+(?:\.\d+)?x\b"  # a multiple
 )
 # Numbers the text may state because they are settings, each the code's own value.
-SETTINGS = {f"{DEFAULT_POLL_INTERVAL * 1000:.0f} ms"}  # the log head poll of other workers
+# The log head poll of other workers (SQLite) and replicas (PostgreSQL).
+SETTINGS = {
+    f"{interval * 1000:.0f} ms" for interval in (SQLITE_POLL_INTERVAL, POSTGRESQL_POLL_INTERVAL)
+}
 
 
 def _results(folder: str) -> dict:

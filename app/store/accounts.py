@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from app.store.errors import AlreadyExists, NotFound
+from app.store.records import sqlite_time
 from app.store.tables import Account, RevokedToken, core_table, inserted_id
 
 _accounts = core_table(Account)
@@ -58,6 +59,29 @@ def select_account_by_id(conn: Connection, account_id: int) -> Account | None:
     """The account with ``account_id``, if any."""
     row = conn.execute(select(_accounts).where(_accounts.c.id == account_id)).first()
     return None if row is None else _account(row)
+
+
+# select_account_by_id as one statement for the inline SQLite reader, and its row as an Account.
+SQLITE_ACCOUNT_BY_ID = (
+    "SELECT id, username, password_hash, role, enabled, developer, operator, created_at, "
+    "updated_at FROM account WHERE id = ?"
+)
+
+
+def sqlite_account(row: tuple[Any, ...]) -> Account:
+    """An account from a row of ``SQLITE_ACCOUNT_BY_ID``, typed as the pooled read types it."""
+    id_, username, password_hash, role, enabled, developer, operator, created, updated = row
+    return Account(
+        id=id_,
+        username=username,
+        password_hash=password_hash,
+        role=role,
+        enabled=bool(enabled),
+        developer=developer,
+        operator=operator,
+        created_at=sqlite_time(created),
+        updated_at=sqlite_time(updated),
+    )
 
 
 def select_accounts(conn: Connection) -> list[Account]:

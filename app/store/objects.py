@@ -459,7 +459,15 @@ class ObjectStore:
         return await self.database.read(accounts.select_account, username)
 
     async def get_account_by_id(self, account_id: int) -> Account | None:
-        """The account with ``account_id``, or None."""
+        """The account with ``account_id``, or None. On SQLite a query on the loop, as
+        :meth:`is_revoked`: every cached token is rechecked with both once a second, and through
+        the pool and a worker thread the read cost ~0.5 ms of CPU (a thousand tokens in use: half
+        of every second)."""
+        reader = self.database.inline_reader
+        if reader is not None and self.database.joined() is None:
+            with contextlib.suppress(sqlite3.Error):
+                rows = reader.execute(accounts.SQLITE_ACCOUNT_BY_ID, (account_id,)).fetchall()
+                return accounts.sqlite_account(rows[0]) if rows else None
         return await self.database.read(accounts.select_account_by_id, account_id)
 
     async def list_accounts(self) -> builtins.list[Account]:  # list: the method below

@@ -29,6 +29,24 @@ def test_an_account_is_created_found_changed_and_deleted(with_store):
     with_store(body)
 
 
+def test_an_account_read_by_id_is_the_account_read_by_name(with_store):
+    """The id lookup rechecks every cached token; on SQLite it reads on the loop, and must
+    give the same account, typed alike, as the pooled read."""
+
+    async def body(store: ObjectStore):
+        created = await store.create_account(
+            "alice", "hash-1", "operator", developer="dev-org", operator="op-org"
+        )
+        await store.update_account("alice", enabled=False)
+        by_name = await store.get_account("alice")
+        by_id = await store.get_account_by_id(created.id)
+        assert by_id is not None and by_name is not None
+        assert by_id.model_dump() == by_name.model_dump()
+        assert by_id.enabled is False and by_id.created_at.tzinfo is not None
+
+    with_store(body)
+
+
 def test_usernames_are_unique_and_missing_accounts_are_not_found(with_store):
     async def body(store: ObjectStore):
         await store.create_account("alice", "h", "admin")

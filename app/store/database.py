@@ -164,6 +164,19 @@ class Database:
         for callback in runner.committed:
             callback()
 
+    def read_inline(self, sql: str, args: tuple[Any, ...]) -> list[Any] | None:
+        """The rows of one SQLite query run on the loop (microseconds, no thread hop), or None
+        where it must go the pooled way (:meth:`read`): on PostgreSQL, inside an ambient
+        transaction (whose writes it would not see), or when SQLite is busy or broken (the
+        pooled path waits properly and maps the error)."""
+        reader = self.inline_reader
+        if reader is None or self.joined() is not None:
+            return None
+        try:
+            return reader.execute(sql, args).fetchall()
+        except sqlite3.Error:
+            return None
+
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(connection, *args)`` on a worker thread outside any explicit transaction."""
         self._check_open()

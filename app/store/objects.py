@@ -13,7 +13,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
-import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -271,14 +270,9 @@ class ObjectStore:
     async def _read_head(self) -> int:
         """The log's head: on SQLite a query on the loop (microseconds; through the pool and a
         worker thread it cost over half a millisecond, and every watching process polls it)."""
-        reader = self.database.inline_reader
-        if reader is not None and self.database.joined() is None:
-            try:
-                rows = reader.execute(_SQLITE_HEAD, (COMPACTED_REVISION,)).fetchall()
-            except sqlite3.Error:
-                pass  # busy or broken: the pooled path waits properly and maps the error
-            else:
-                return int(rows[0][0])
+        rows = self.database.read_inline(_SQLITE_HEAD, (COMPACTED_REVISION,))
+        if rows is not None:
+            return int(rows[0][0])
         return await self.database.read(head_revision)
 
     def _head_sync(self) -> int:
@@ -310,19 +304,14 @@ class ObjectStore:
 
     async def get(self, kind: str, key: str) -> Record | None:
         """The object ``(kind, key)``, or None."""
-        reader = self.database.inline_reader
-        if reader is not None and self.database.joined() is None:
-            try:
-                rows = reader.execute(SQLITE_GET, (kind, key)).fetchall()
-            except sqlite3.Error:
-                pass  # busy or broken: the pooled path waits properly and maps the error
-            else:
-                if not rows:
-                    return None
-                data, revision, created_at, updated_at = rows[0]
-                return Record(
-                    kind, key, data, revision, sqlite_time(created_at), sqlite_time(updated_at)
-                )
+        rows = self.database.read_inline(SQLITE_GET, (kind, key))
+        if rows is not None:
+            if not rows:
+                return None
+            data, revision, created_at, updated_at = rows[0]
+            return Record(
+                kind, key, data, revision, sqlite_time(created_at), sqlite_time(updated_at)
+            )
         return await self.database.read(select_record, kind, key)
 
     async def list(self, kind: str, prefix: str = "") -> list[Record]:
@@ -463,11 +452,9 @@ class ObjectStore:
         :meth:`is_revoked`: every cached token is rechecked with both once a second, and through
         the pool and a worker thread the read cost ~0.5 ms of CPU (a thousand tokens in use: half
         of every second)."""
-        reader = self.database.inline_reader
-        if reader is not None and self.database.joined() is None:
-            with contextlib.suppress(sqlite3.Error):
-                rows = reader.execute(accounts.SQLITE_ACCOUNT_BY_ID, (account_id,)).fetchall()
-                return accounts.sqlite_account(rows[0]) if rows else None
+        rows = self.database.read_inline(accounts.SQLITE_ACCOUNT_BY_ID, (account_id,))
+        if rows is not None:
+            return accounts.sqlite_account(rows[0]) if rows else None
         return await self.database.read(accounts.select_account_by_id, account_id)
 
     async def list_accounts(self) -> builtins.list[Account]:  # list: the method below
@@ -504,10 +491,9 @@ class ObjectStore:
 
     async def is_revoked(self, jti: str) -> bool:
         """Whether the token ``jti`` was revoked."""
-        reader = self.database.inline_reader
-        if reader is not None and self.database.joined() is None:
-            with contextlib.suppress(sqlite3.Error):
-                return bool(reader.execute(_SQLITE_IS_REVOKED, (jti,)).fetchall())
+        rows = self.database.read_inline(_SQLITE_IS_REVOKED, (jti,))
+        if rows is not None:
+            return bool(rows)
         return await self.database.read(accounts.revocation_exists, jti)
 
     async def event_log_size(self) -> tuple[int, int]:

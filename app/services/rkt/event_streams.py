@@ -22,12 +22,12 @@ from app import stream_position
 from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.rkt import filters
 from app.services.rkt.events import EventTranslator
-from app.services.rkt.feed import EventFeed, FeedBehind
+from app.services.rkt.feed import EventFeed, FeedBehind, translate
 from app.services.rkt.visibility import sees_every_pod, visible
 from app.services.rkt.waiting import NextEvent
 from app.services.status import abort_store_error
 from app.shared_calls import SharedCalls
-from app.store import EventType, ObjectStore, StoreError
+from app.store import ObjectStore, StoreError
 from gen.v1alpha import api_pb2 as pb
 
 # Instances decoded from recent events, shared by every stream (each event reaches them all).
@@ -188,11 +188,8 @@ class EventStreams:
                     timeout = (min(moments) - time.time_ns()) / 1e9 if moments else None
                     commit = await waiting.within(None if timeout is None else max(timeout, 0))
                     fresh = []
-                    for event in commit.events if commit is not None else ():
-                        if event.type is not EventType.DELETED:
-                            instance = self._decoded(event.revision, event.data)
-                            if visible(instance):
-                                fresh += translator.absorb(instance)
+                    if commit is not None:
+                        fresh = translate(commit, translator, self._decoded, visible)
                     fresh += translator.removals(time.time_ns())
                     matching = [e for e in fresh if filters.event_matches(e, wanted)]
                     if matching:

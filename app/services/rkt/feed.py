@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.rkt.events import EventTranslator
 from app.services.rkt.waiting import NextEvent
-from app.store import EventType, ObjectStore
+from app.store import Commit, EventType, ObjectStore
 from gen.v1alpha import api_pb2 as pb
 
 # Entries kept for streams behind the newest: a stream further behind leaves the feed.
@@ -64,6 +64,23 @@ class FeedBehind(Exception):
 
 Start = Callable[[], Awaitable[tuple[int, EventTranslator]]]
 Decode = Callable[[int, bytes], InstanceRecord]
+
+
+def translate(
+    commit: Commit,
+    translator: EventTranslator,
+    decode: Decode,
+    shown: Callable[[InstanceRecord], bool] | None = None,
+) -> list[pb.Event]:
+    """The events ``translator`` makes of one commit's instance writes (of the ``shown``
+    instances only, if given): the feed's and a stream translating for itself alike."""
+    fresh: list[pb.Event] = []
+    for written in commit.events:
+        if written.type is not EventType.DELETED:
+            instance = decode(written.revision, written.data)
+            if shown is None or shown(instance):
+                fresh += translator.absorb(instance)
+    return fresh
 
 
 class EventFeed:
@@ -136,14 +153,7 @@ class EventFeed:
                         commit = await waiting.within(timeout)
                         if commit is not None:
                             revision = commit.revision
-                            fresh = [
-                                event
-                                for written in commit.events
-                                if written.type is not EventType.DELETED
-                                for event in translator.absorb(
-                                    self._decode(written.revision, written.data)
-                                )
-                            ]
+                            fresh = translate(commit, translator, self._decode)
                             if fresh:
                                 self._publish(_entry(revision, revision, fresh))
                         removed = translator.removals(time.time_ns())

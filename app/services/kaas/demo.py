@@ -29,6 +29,7 @@ from app.services.kaas.records import (
     desired_machines,
     key_of,
     load_all_machines,
+    machine_count,
     machine_data,
     reserve_machines,
 )
@@ -156,7 +157,7 @@ async def _store(
     machines: list[Machine],
 ) -> None:
     await tx.create(CLUSTER_SPEC, spec.name, spec)
-    await reserve_machines(tx, len(desired_machines(spec)))
+    await reserve_machines(tx, machine_count(spec))
     await tx.create(CLUSTER, spec.name, detail)
     for machine in machines:
         await tx.create(MACHINE, key_of(machine), machine_data(machine))

@@ -31,10 +31,10 @@ from app.services.kaas.records import (
     MACHINE,
     ClusterState,
     cluster_records,
-    desired_machines,
     forget_deployments,
     keep_deployments,
     key_of,
+    machine_count,
     machine_data,
     reserve_machines,
 )
@@ -213,7 +213,7 @@ class ClusterReconciler:
                 await forget_deployments(tx, name)
                 await tx.delete(CLUSTER, name)
                 await tx.delete(CLUSTER_SPEC, name)
-                await reserve_machines(tx, -len(desired_machines(state.spec)))
+                await reserve_machines(tx, -machine_count(state.spec))
                 log.info("cluster %s deleted: every machine released", name)
                 return True
             if outcome.status.status != state.status.status:

@@ -180,6 +180,16 @@ def desired_machines(spec: api_pb2.CreateClusterMsg) -> dict[Slot, MachineReques
     return wanted
 
 
+def machine_count(spec: api_pb2.CreateClusterMsg) -> int:
+    """How many machines the spec asks for: ``len(desired_machines(spec))``, without building
+    each one's request (every create and pool change counts them)."""
+    counts = {CONTROL_PLANE_POOL: spec.control_plane_nodes.count}
+    for pool in spec.worker_node_pools:
+        # A pool name given twice names the same slots, as in desired_machines.
+        counts[pool.name] = max(counts.get(pool.name, 0), pool.count)
+    return sum(counts.values())
+
+
 def machine_order(spec: api_pb2.CreateClusterMsg) -> dict[str, int]:
     """Sort rank of each pool: control plane, then worker pools as added (others last)."""
     return {name: rank for rank, name in enumerate([CONTROL_PLANE_POOL, *pool_names(spec)])}

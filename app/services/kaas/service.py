@@ -63,9 +63,9 @@ from app.services.kaas.records import (
     MACHINE,
     ClusterState,
     cluster_item,
-    desired_machines,
     key_of,
     load_cluster,
+    machine_count,
     machine_data,
     machine_status,
     parse_machines,
@@ -190,7 +190,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
             plain.k8s_version = plain_version(request.k8s_version, self.versions)
             request = plain
         await self._check(context, validation.check_create(request, self.versions))
-        wanted = len(desired_machines(request))
+        wanted = machine_count(request)
         status = api_pb2.ClusterDetailItem(
             name=request.name,
             status=api_pb2.PROVISIONING,
@@ -388,7 +388,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
             status.status = api_pb2.RECONCILING
         status.status_message = message
         await tx.update(CLUSTER_SPEC, state.name, spec)
-        await reserve_machines(tx, len(desired_machines(spec)) - len(desired_machines(state.spec)))
+        await reserve_machines(tx, machine_count(spec) - machine_count(state.spec))
         await tx.update(CLUSTER, state.name, status)
 
     async def _check_capacity(self, tx: Transaction, more: int) -> None:

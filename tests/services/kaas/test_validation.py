@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.services.kaas.records import desired_machines, machine_count
 from app.services.kaas.validation import check_create
 from gen.cnct.kaas.api import api_pb2 as kaas
 
@@ -76,3 +77,17 @@ def test_duplicate_pool_names_and_every_problem_at_once():
     msg.worker_node_pools.append(msg.worker_node_pools[0])
     fields = [v.field for v in check_create(msg, VERSIONS).found]
     assert fields == ["name", "control_plane_nodes.count", "worker_node_pools[1].name"]
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [
+        [],
+        [("a", 2), ("b", 5)],
+        [("a", 2), ("a", 4)],  # refused by validation, still counted as the slots it names
+        [("control-plane", 5)],
+    ],
+)
+def test_the_machines_a_spec_asks_for_are_counted_as_they_are_built(pools):
+    spec = _request(worker_node_pools=[kaas.MachineSpec(name=n, count=c) for n, c in pools])
+    assert machine_count(spec) == len(desired_machines(spec))

@@ -3,7 +3,10 @@ missing deliveries show in the results and fail the "no case had an error" targe
 
 from __future__ import annotations
 
-from tests.bench import report, wrk
+import gc
+import os
+
+from tests.bench import procs, report, wrk
 from tests.bench.cases import sse
 
 WRK_SUMMARY = """\
@@ -80,3 +83,15 @@ def test_a_case_with_errors_misses_the_target_and_shows_them():
     run["b_read"] = clean
     report.derive(run, workers=1)
     assert run["targets"]["no case had an error"] is True
+
+
+def test_load_generated_in_the_benchmark_process_runs_apart_from_the_server():
+    # The reader of the backlog case times its requests from when they were due: a full
+    # collection of this process's heap (the whole app is imported) would be timed as server.
+    assert gc.get_freeze_count() == 0
+    cores = os.sched_getaffinity(0)
+    with procs.frozen_heap(), procs.pinned(str(min(cores))):
+        assert gc.get_freeze_count() > 10_000
+        assert os.sched_getaffinity(0) == {min(cores)}
+    assert gc.get_freeze_count() == 0
+    assert os.sched_getaffinity(0) == cores

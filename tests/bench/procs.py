@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import os
 import platform
@@ -11,6 +12,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,34 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def pinned(cpus: str) -> Iterator[None]:
+    """Run this process on ``cpus`` (e.g. ``"1"``) meanwhile, for load it generates itself: with
+    one worker the server has core 0 to itself. Nothing changes for ``""``."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Keep what this process holds so far out of its collector meanwhile: a load generator
+    living in the benchmark's own process (which imported the whole app) paused for a full
+    collection of all that, tens of milliseconds, and counted the pause as the server's."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @dataclass

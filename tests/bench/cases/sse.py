@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from tests.bench.cases import Bench, Case, settle
-from tests.bench.procs import percentile
+from tests.bench.procs import frozen_heap, percentile
 
 CHANGES_PER_SECOND = 10
 # Enough that a stopped instance is usually ready to start again when its turn comes.
@@ -75,7 +75,8 @@ def subscriber_run(bench: Bench, subscribers: int, seconds: float) -> dict[str, 
         assert listener.stdout is not None and listener.stdin is not None
         listener.stdout.readline()  # every subscription has its status line (or failed)
         settle(server.http)  # the opening of a thousand streams is over before changes start
-        starts, made, failures, waits, window = make_changes(client, exits, ids, seconds)
+        with frozen_heap():  # a Start is timed as it is sent: no collection in between
+            starts, made, failures, waits, window = make_changes(client, exits, ids, seconds)
         time.sleep(DRAIN_SECONDS)  # let the last changes reach every subscriber
         out, _ = listener.communicate(b"stop\n", timeout=60)
         # The simulated nodes' capacity is shared: the next case's instances need it back.

@@ -1,28 +1,31 @@
 """The benchmark reports what its load generators delivered, not only how fast: errors and
-missing deliveries show in the results and fail the "no case had an error" target."""
+missing deliveries show in the results and fail the "no case had an error" target; rows whose
+ratio is a target are measured in turns, each counted over all its requests."""
 
 from __future__ import annotations
 
 import gc
 import os
+from collections import Counter
 
-from tests.bench import procs, report, wrk
+from tests.bench import cases, procs, report, wrk
 from tests.bench.cases import sse
 
 WRK_SUMMARY = """\
 Running 1s test @ http://127.0.0.1:8080/api/v1/version
   1 threads and 64 connections
-  Latency Distribution
-     50%    6.41ms
-     75%    6.88ms
-     90%    7.56ms
-     99%   10.35ms
   9530 requests in 1.00s, 1.52MB read
   Socket errors: connect 0, read 3, write 0, timeout 2
   Non-2xx or 3xx responses: 12
 Requests/sec:   9519.53
 Transfer/sec:      1.52MB
+duration-us 1001100
+latency-us 6410:4765,7000:4000,10350:670,52000:95
 """
+
+
+def _slice(requests: int, seconds: float, latency_us: dict[int, int]) -> wrk.Slice:
+    return wrk.Slice(requests, 0, {}, seconds, Counter(latency_us))
 
 
 def test_wrk_failures_are_counted_as_errors():
@@ -31,7 +34,19 @@ def test_wrk_failures_are_counted_as_errors():
     assert result["ok"] == 9530 - 12
     assert result["socket_errors"] == {"connect": 0, "read": 3, "write": 0, "timeout": 2}
     assert result["errors"] == 12 + 3 + 2
-    assert result["p99_ms"] == 10.35
+    assert result["rps"] == 9530 / 1.0011
+    assert (result["p50_ms"], result["p99_ms"]) == (6.41, 10.35)
+
+
+def test_a_row_measured_in_turns_counts_all_its_requests_and_their_percentiles():
+    quick = _slice(9_900, 1.0, {5_000: 9_900})
+    stalled = _slice(100, 1.0, {200_000: 100})  # a second in which the machine stalled
+    result = wrk.summary([quick, stalled])
+    assert (result["requests"], result["rps"], result["slices"]) == (10_000, 5_000, 2)
+    # Those 100 are 1 % of the row's requests, not the p99 of a turn of their own.
+    assert (result["p50_ms"], result["p99_ms"]) == (5.0, 5.0)
+    result = wrk.summary([quick, _slice(101, 1.0, {200_000: 101})])
+    assert result["p99_ms"] == 200.0
 
 
 def test_an_sse_subscriber_missing_an_event_is_delivered_less_than_expected():
@@ -72,7 +87,7 @@ def test_events_outside_the_changes_or_in_another_order_are_not_counted_missed()
 
 
 def test_a_case_with_errors_misses_the_target_and_shows_them():
-    failures = WRK_SUMMARY.splitlines(keepends=True)[8:10]  # the socket errors and non-2xx
+    failures = WRK_SUMMARY.splitlines(keepends=True)[3:5]  # the socket errors and non-2xx
     clean = wrk.parse(WRK_SUMMARY.replace("".join(failures), ""))
     run = {"a_version": clean, "b_read": wrk.parse(WRK_SUMMARY)}
     report.derive(run, workers=1)
@@ -83,6 +98,23 @@ def test_a_case_with_errors_misses_the_target_and_shows_them():
     run["b_read"] = clean
     report.derive(run, workers=1)
     assert run["targets"]["no case had an error"] is True
+
+
+def test_rows_compared_by_a_ratio_are_measured_in_turns_after_a_warm_up(monkeypatch):
+    measured: list[str] = []
+
+    def measure(url, seconds, token, cpus, script="", connections=wrk.CONNECTIONS):
+        measured.append(url)
+        return _slice(100 if len(measured) > 2 else 1, seconds, {1_000: 1})
+
+    monkeypatch.setattr(wrk, "measure", measure)
+    monkeypatch.setattr(cases, "settle", lambda base: None)
+    bench = cases.Bench(processes=None, workers=1, seconds=3, server=None)  # type: ignore[arg-type]
+    targets = {"one": cases.Target("http://a", "/x"), "two": cases.Target("http://b", "/x")}
+    result = bench.compare(targets)
+    assert measured == ["http://a/x", "http://b/x"] * 4  # a warm-up turn, then three
+    assert result["one"]["requests"] == result["two"]["requests"] == 300  # not the warm-ups
+    assert result["one"]["slices"] == 3
 
 
 def test_load_generated_in_the_benchmark_process_runs_apart_from_the_server():

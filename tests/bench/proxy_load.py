@@ -79,8 +79,8 @@ def _wrk(processes: Any, command: list[str], base: str, ready: str, seconds: flo
     try:
         wait_ready(f"{base}{ready}")
         url = f"{base}/v1/say/hello"
-        wrk.run(url, 1, "", "1")  # warm-up
-        return wrk.run(url, seconds, "", "1")
+        wrk.measure(url, 1, "", "1")  # warm-up
+        return wrk.summary([wrk.measure(url, seconds, "", "1")])
     finally:
         processes.stop(server)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.codegen import readme_with_section
+from tests.bench.cases import TURN_SECONDS
 from tests.bench.procs import ROOT
 
 README = ROOT / "README.md"
@@ -129,7 +130,8 @@ def section(results: dict[str, Any], labels: dict[str, str], describe: dict[str,
     return (
         f"Run {results['when']} on {machine['cpus']} CPUs ({machine['processor']}), Linux "
         f"{machine['kernel']}, Python {machine['python']}; {results['seconds']} s per case after "
-        f"a 1 s warm-up, {results['connections']} connections; the whole run took "
+        f"a 1 s warm-up (the rows of a target ratio in turns of {TURN_SECONDS} s), "
+        f"{results['connections']} connections; the whole run took "
         f"{results['duration_seconds']:.0f} s.\n\n{table(results, labels, describe)}\n"
     )
 

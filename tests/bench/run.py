@@ -33,14 +33,13 @@ from tests.bench.cases import (
     Bench,
     Case,
     backlog,
-    connect,
+    compared,
     create,
     grpc_unary,
     proxy,
     read,
     sse,
     version,
-    yardsticks,
 )
 from tests.bench.procs import Processes, machine, stopped_on_signals
 from tests.bench.servers import Server, portico
@@ -49,25 +48,23 @@ from tests.bench.wrk import CONNECTIONS
 # In the order they run on each server; create last on main: its clusters keep the reconciler
 # busy for the rest of that server's life.
 CASES: list[Case] = [
+    *compared.CASES,
     *version.CASES,
     *read.CASES,
-    *connect.CASES,
     *grpc_unary.CASES,
     *sse.CASES,
     *create.CASES,
     *backlog.CASES,
-    *yardsticks.CASES,
     *proxy.CASES,
 ]
 # The servers cases run on, in this order, each started once per worker count.
 SERVERS: dict[str, dict[str, Any]] = {
-    "unmetered": {"seed": WARM_OBJECTS, "metrics": False},
     "main": {"seed": WARM_OBJECTS},
     "cold": {"seed": COLD_OBJECTS},
     "backlog": backlog.SERVER,
-    "alone": {},  # no Portico: the case starts its own yardstick
+    "alone": {},  # no Portico: the case starts what it measures
 }
-LABELS = {case.key: case.label for case in CASES}
+LABELS = {key: label for case in CASES for key, label in case.row_labels()}
 DESCRIBE = {case.key: case.describe for case in CASES if case.describe}
 
 
@@ -101,14 +98,17 @@ def server_for(processes: Processes, workers: int, on: str) -> Iterator[Server |
 
 
 def attempt(case: Case, bench: Bench) -> dict[str, Any]:
-    """The case's results and how long it took; a case that fails is recorded as failed, not
-    left out."""
+    """The results of each of the case's rows (with how long it took); a case that fails is
+    recorded as failed, in each of them, not left out."""
     started = time.monotonic()
     try:
         result = case.run(bench)
     except Exception as error:  # any failure is a result to report
-        result = {"failed": f"{type(error).__name__}: {error}"[:300], "errors": 1}
-    return result | {"took_seconds": time.monotonic() - started}
+        failed = {"failed": f"{type(error).__name__}: {error}"[:300], "errors": 1}
+        return {key: failed for key, _ in case.row_labels()}
+    if case.rows:
+        return result  # each row says how long its own turns took
+    return {case.key: result | {"took_seconds": time.monotonic() - started}}
 
 
 def run_for_workers(
@@ -121,9 +121,6 @@ def run_for_workers(
         chosen = [c for c in cases if c.on == on and c.workers in (None, workers)]
         if not chosen:
             continue
-        if on == "alone" and "version_body" not in notes:
-            with portico(processes, workers) as server:
-                notes["version_body"] = _version_body(server)
         with server_for(processes, workers, on) as server:
             if server is not None:
                 notes.setdefault("version_body", _version_body(server))
@@ -131,7 +128,7 @@ def run_for_workers(
                 results["start_seconds"] = server.start_seconds
             for case in chosen:
                 print(f"workers={workers} {case.key} ...", flush=True)
-                results[case.key] = attempt(case, Bench(processes, workers, seconds, server, notes))
+                results |= attempt(case, Bench(processes, workers, seconds, server, notes))
             if on == "main" and server is not None:
                 results["rss_mib"] = rss_mib(server.process.pid)
     report.derive(results, workers)
@@ -146,7 +143,8 @@ def _version_body(server: Server) -> bytes:
 
 def chosen_cases(only: str, skip: str) -> list[Case]:
     def listed(case: Case, keys: str) -> bool:
-        return any(case.key.startswith(key) for key in keys.split(",") if key)
+        names = [case.key, *(row for row, _ in case.rows)]
+        return any(name.startswith(key) for key in keys.split(",") if key for name in names)
 
     return [c for c in CASES if (not only or listed(c, only)) and not listed(c, skip)]
 

@@ -47,8 +47,8 @@ def measure(deployed: Deployment, token: str, names: list[str], seconds: float) 
 
     def load(path: str, script: str = "") -> dict[str, Any]:
         url = f"{deployed.http}{path}"
-        wrk.run(url, 1, token, "", script)
-        return wrk.run(url, seconds, token, "", script)
+        wrk.measure(url, 1, token, "", script)
+        return wrk.summary([wrk.measure(url, seconds, token, "", script)])
 
     shuffled = list(names)
     random.Random(read.SEED).shuffle(shuffled)

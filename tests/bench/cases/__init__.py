@@ -1,16 +1,18 @@
 """Benchmark cases: each module holds one or a few, and ``tests/bench/run.py`` lists them.
 
 A case names the server it runs on (``on``): ``main`` (metrics on, 1,000 seeded clusters),
-``unmetered`` (the same with ``PORTICO_METRICS=false``), ``cold`` (10,000 seeded clusters) or
-``alone`` (no Portico running: the case starts its own yardstick). The driver starts each server
-once per worker count and runs its cases in the order listed. A case returns a dict of numbers; one
-with ``rps`` is a row of the load table, any other is described by the case's ``describe``.
+``cold`` (10,000 seeded clusters), ``backlog`` or ``alone`` (no Portico running: the case starts
+what it measures). The driver starts each server once per worker count and runs its cases in the
+order listed. A case returns a dict of numbers; one with ``rps`` is a row of the load table, any
+other is described by the case's ``describe``. A case measuring several rows in turns
+(:meth:`Bench.compare`) names them in ``rows`` and returns each one's dict by its key.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +26,18 @@ from tests.bench.servers import Server
 SETTLED_SECONDS = 0.05  # a health check this quick: the server has no backlog
 WARM_OBJECTS = 1_000  # clusters on the main and unmetered servers: the list case lists them
 COLD_OBJECTS = 10_000  # clusters on the cold server, read in random order
+TURN_SECONDS = 1  # the slices rows compared with each other are measured in, in turns
+
+
+@dataclass(frozen=True)
+class Target:
+    """One row's load: GETs of ``path`` on the server at ``base`` (with ``token``, if any), or the
+    requests ``script`` makes."""
+
+    base: str
+    path: str
+    token: str = ""
+    script: str = ""
 
 
 @dataclass
@@ -62,9 +76,31 @@ class Bench:
         url = f"{base or self.portico.http}{path}"
         token = self.portico.token if token is None else token
         for seconds in (1, self.seconds):  # warm-up, then the measured run
-            result = wrk.run(url, seconds, token, self.load_cpus, script, connections)
+            measured = wrk.measure(url, seconds, token, self.load_cpus, script, connections)
             settle(base or self.portico.http)
-        return result
+        unusual = {} if connections == wrk.CONNECTIONS else {"connections": connections}
+        return wrk.summary([measured]) | unusual
+
+    def compare(self, targets: dict[str, Target]) -> dict[str, dict[str, Any]]:
+        """The rows of ``targets`` measured in turns, ``TURN_SECONDS`` each, until each has had
+        the run length: rows whose ratio is a target then share the machine's slow and quick
+        moments (on a shared machine its speed drifts by tens of percent within seconds). Each
+        row's numbers are those of all its slices together; each has a 1 s warm-up first."""
+        slices: dict[str, list[wrk.Slice]] = defaultdict(list)
+        took: dict[str, float] = defaultdict(float)
+        turns = max(1, round(self.seconds / TURN_SECONDS))
+        for turn in range(1 + turns):  # the first turn is every row's warm-up
+            for key, target in targets.items():
+                started = time.monotonic()
+                url = f"{target.base}{target.path}"
+                measured = wrk.measure(
+                    url, TURN_SECONDS, target.token, self.load_cpus, target.script
+                )
+                settle(target.base)
+                if turn:
+                    slices[key].append(measured)
+                took[key] += time.monotonic() - started
+        return {key: wrk.summary(slices[key]) | {"took_seconds": took[key]} for key in targets}
 
 
 def settle(base: str, timeout: float = 10.0) -> None:
@@ -91,3 +127,10 @@ class Case:
     describe: Callable[[dict[str, Any]], str] | None = None
     # Measured with this worker count only (a case whose subject has no workers).
     workers: int | None = None
+    # The rows (key, label) a case measures in turns; then ``run`` returns each one's numbers
+    # by its key, and ``key`` and ``label`` name the case itself.
+    rows: tuple[tuple[str, str], ...] = ()
+
+    def row_labels(self) -> tuple[tuple[str, str], ...]:
+        """The rows this case adds to the results: its own, or those it measures in turns."""
+        return self.rows or ((self.key, self.label),)

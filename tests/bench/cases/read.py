@@ -1,5 +1,5 @@
-"""(b): an authenticated read of a stored cluster: one, again and again (warm, with and without
-metrics), and 10,000 distinct ones in random order (cold); and a list of 1,000."""
+"""(b): an authenticated read of a stored cluster: 10,000 distinct ones in random order (cold;
+one, again and again, is measured in ``compared``); and (h), a list of 1,000."""
 
 from __future__ import annotations
 
@@ -17,10 +17,6 @@ def cluster_path(name: str) -> str:
     return f"/api/v1/cluster?name={name}"
 
 
-def warm(bench: Bench) -> dict[str, Any]:
-    return bench.wrk(cluster_path(bench.portico.seeded[0]))
-
-
 def cold(bench: Bench) -> dict[str, Any]:
     names = list(bench.portico.seeded)
     random.Random(SEED).shuffle(names)
@@ -35,8 +31,6 @@ def listing(bench: Bench) -> dict[str, Any]:
 
 
 CASES = [
-    Case("b_read", "(b) GET /api/v1/cluster?name=…, one cluster", "main", warm),
-    Case("b_read_no_metrics", "(b) with PORTICO_METRICS=false", "unmetered", warm),
     Case("b_read_cold", f"(b) {COLD_OBJECTS:,} clusters in random order", "cold", cold),
     Case(
         "h_list",

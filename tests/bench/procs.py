@@ -46,8 +46,8 @@ def pinned(cpus: str) -> Iterator[None]:
 @contextlib.contextmanager
 def frozen_heap() -> Iterator[None]:
     """Keep what this process holds so far out of its collector meanwhile: a load generator
-    living in the benchmark's own process (which imported the whole app) paused for a full
-    collection of all that, tens of milliseconds, and counted the pause as the server's."""
+    that times the server paused for a full collection of all that (tens of milliseconds in
+    the benchmark's own process, which imports the whole app) and counted it as the server's."""
     gc.collect()
     gc.freeze()
     try:

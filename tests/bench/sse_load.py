@@ -12,12 +12,13 @@ that carried the event). The producer (the benchmark) matches those with the cha
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import sys
 import time
 
 import uvloop
+
+from tests.bench.procs import frozen_heap
 
 PATH = "/v1/runtime/events"
 OPEN_TIMEOUT = 30.0
@@ -90,9 +91,8 @@ async def main(host: str, port: int, token: str, subscribers: int) -> None:
     print(json.dumps({"open": len(ttfb), "refused": refused}), flush=True)
     # What the opening built lives until the end: a full collection of it would pause this
     # process for tens of ms in the middle of an event's delivery, timed as the server's.
-    gc.collect()
-    gc.freeze()
-    await asyncio.to_thread(sys.stdin.readline)  # the producer's changes are over
+    with frozen_heap():
+        await asyncio.to_thread(sys.stdin.readline)  # the producer's changes are over
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

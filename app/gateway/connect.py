@@ -162,7 +162,7 @@ class ConnectFlow:
                 codec, body = await self._post_request(headers, receive, limit)
             request = codec.decode(body, plan.method)
             watch = self.stages.options.cancel_unary_on_disconnect
-            reply = await unary_reply(self.stages.invoker, call, request, receive, watch)
+            reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
         except GatewayError as exc:
             return await _send_error(send, exc, request_id, context)
         payload = codec.encode(plan, reply)

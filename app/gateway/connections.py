@@ -10,11 +10,18 @@ on it. Bodies are bounded in the gateway (:func:`app.gateway.http_io.read_body`)
 call is known.
 
 Its writes go through :mod:`app.gateway.write_batches`: a loop turn's replies leave together.
+
+A call whose work goes on elsewhere (a proxy's upstream) learns that its client went away from
+the connection itself: ``scope["extensions"][ON_DISCONNECT]["watch"](callback)`` runs
+``callback()`` once the connection is lost (soon, if it already is) and returns what forgets
+it. Watching ``receive`` for the disconnect instead took a task of its own per call, and
+another to run the call beside it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -29,6 +36,7 @@ _TIMED_OUT = (
     b"content-length: " + str(len(_REFUSAL)).encode() + b"\r\n"
     b"connection: close\r\n\r\n" + _REFUSAL
 )
+ON_DISCONNECT = "portico.on_disconnect"
 
 
 def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
@@ -45,12 +53,16 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
                 batches = WriteBatches(self.loop)
                 deadlines = SweptDeadlines(self.loop, HeadDeadlineProtocol.head_too_slow)
             self._deadlines = deadlines
+            self._lost = False
+            self._on_lost: list[Callable[[], object]] = []
             # It answers all a Transport does (what it does not hold, by delegation).
             super().connection_made(cast(asyncio.Transport, batches.wrap(transport)))
             deadlines.arm(self, seconds)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
+            # An ASGI extension is a dict of its own: this one holds the function.
+            self.scope["extensions"] = {ON_DISCONNECT: {"watch": self.on_disconnect}}
             if self not in self._deadlines:  # the connection's first request keeps its own
                 self._deadlines.arm(self, seconds)
 
@@ -61,6 +73,22 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
         def connection_lost(self, exc: Exception | None) -> None:
             self._deadlines.disarm(self)
             super().connection_lost(exc)
+            self._lost = True
+            callbacks, self._on_lost = self._on_lost, []
+            for callback in callbacks:
+                self.loop.call_soon(callback)  # one that fails is logged, the others run
+
+        def on_disconnect(self, callback: Callable[[], object]) -> Callable[[], None]:
+            """Run ``callback()`` once this connection is lost; returns what forgets it."""
+            if self._lost:
+                self.loop.call_soon(callback)
+                return _nothing
+            self._on_lost.append(callback)
+            return lambda: self._forget(callback)
+
+        def _forget(self, callback: Callable[[], object]) -> None:
+            if callback in self._on_lost:
+                self._on_lost.remove(callback)
 
         def head_too_slow(self) -> None:
             if self.transport.is_closing():
@@ -70,3 +98,7 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
             self.transport.close()
 
     return HeadDeadlineProtocol
+
+
+def _nothing() -> None:
+    pass

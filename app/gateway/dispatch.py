@@ -100,7 +100,7 @@ class RpcDispatcher:
                 )
             request = self._request(match, scope, body)
             watch = self.stages.options.cancel_unary_on_disconnect
-            reply = await unary_reply(self.stages.invoker, call, request, receive, watch)
+            reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return exc.code.name, exc.http_status

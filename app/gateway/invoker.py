@@ -16,9 +16,10 @@ from typing import Any, Protocol, TypeAlias
 
 import grpc
 from google.protobuf.message import Message
-from starlette.types import Receive, Scope
+from starlette.types import Scope
 
 from app.gateway import http_io
+from app.gateway.connections import ON_DISCONNECT
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError, internal_error
 from app.gateway.open_streams import OpenStreams, shutting_down
@@ -146,42 +147,44 @@ class ServicerInvoker:
 
 
 def unary_reply(
-    invoker: Invoker, call: Call, request: Request, receive: Receive, watch: bool
+    invoker: Invoker, call: Call, request: Request, scope: Scope, watch: bool
 ) -> Awaitable[Message]:
-    """``invoker.unary``; with ``watch``, a client that goes away meanwhile cancels the call
-    (CANCELLED): a task reads ``receive`` for the disconnect, which only matters when the
-    work goes on elsewhere (a proxy's upstream), so in-process calls skip its cost."""
-    if not watch:
+    """``invoker.unary``; with ``watch``, a client that goes away meanwhile cancels the call's
+    context (the upstream's call with it) and the flow hears CANCELLED. That only matters when
+    the work goes on elsewhere (a proxy's upstream): an in-process servicer finishes its call.
+    The connection tells (``connections.ON_DISCONNECT``); where it cannot, as under a test's
+    in-memory transport, whose client never goes away, there is nothing to watch."""
+    extension = scope.get("extensions", {}).get(ON_DISCONNECT) if watch else None
+    on_disconnect = None if extension is None else extension.get("watch")
+    if on_disconnect is None:
         return invoker.unary(call, request)
-    return _watched_reply(invoker, call, request, receive)
+    return _watched_reply(invoker, call, request, on_disconnect)
 
 
 async def _watched_reply(
-    invoker: Invoker, call: Call, request: Request, receive: Receive
+    invoker: Invoker,
+    call: Call,
+    request: Request,
+    on_disconnect: Callable[[Callable[[], object]], Callable[[], None]],
 ) -> Message:
-    replying = asyncio.ensure_future(invoker.unary(call, request))
-    gone = asyncio.ensure_future(_disconnected(receive))
+    gone = False
+
+    def went_away() -> None:
+        nonlocal gone
+        gone = True
+        call.context.cancel()
+
+    forget = on_disconnect(went_away)
     try:
-        await asyncio.wait({replying, gone}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:  # we were cancelled ourselves: so is the call
-        replying.cancel()
-        raise
+        return await invoker.unary(call, request)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if not gone or (task is not None and task.cancelling()):
+            raise  # this flow itself is being cancelled: not ours to answer
+        # The upstream's call ended cancelled because its client went away.
+        raise GatewayError(grpc.StatusCode.CANCELLED, "the client went away") from None
     finally:
-        gone.cancel()
-    if replying.done():
-        return replying.result()
-    call.context.cancel()
-    replying.cancel()
-    # Its ending (the cancellation, or what it raised meanwhile) is nobody's news now.
-    replying.add_done_callback(lambda task: task.cancelled() or task.exception())
-    await asyncio.wait({replying})
-    raise GatewayError(grpc.StatusCode.CANCELLED, "the client went away")
-
-
-async def _disconnected(receive: Receive) -> None:
-    """Returns once the client is gone (what is left of the request body is passed over)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+        forget()
 
 
 def unexpected_failure(call: Call, exc: Exception) -> GatewayError:

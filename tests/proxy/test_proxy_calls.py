@@ -235,19 +235,30 @@ def test_a_bad_line_in_a_client_stream_is_refused_naming_its_field(proxied: Prox
     assert [v["field"] for v in violations] == ["value"]
 
 
-def test_a_client_that_goes_away_cancels_the_upstreams_unary_call(proxied: Proxied) -> None:
+@pytest.mark.parametrize(
+    "path", ["/v1/sleep", "/api/portico.echo.v1.Echo/Sleep"], ids=["rest", "connect"]
+)
+def test_a_client_that_goes_away_cancels_the_upstreams_unary_call(
+    proxied: Proxied, path: str
+) -> None:
     proxied.upstream.forget_lines()
+    proxied.proxy.forget_lines()
+    said = len(proxied.proxy.said)
 
-    async def scenario() -> None:
+    async def scenario() -> httpx.Response:
         async with client(proxied) as http:
-            waiting = asyncio.ensure_future(http.post("/v1/sleep", json={"millis": 60_000}))
+            waiting = asyncio.ensure_future(http.post(path, json={"millis": 60_000}))
             await asyncio.to_thread(proxied.upstream.wait_for, "sleeping")
             waiting.cancel()  # the client gives up: its connection closes
             with contextlib.suppress(asyncio.CancelledError):
                 await waiting
         await asyncio.to_thread(proxied.upstream.wait_for, "cancelled Sleep")
+        async with client(proxied) as http:
+            return await http.get("/v1/say/after")
 
-    run(scenario())
+    assert run(scenario()).status_code == 200  # the proxy carries on
+    proxied.proxy.forget_lines()
+    assert not [line for line in proxied.proxy.said[said:] if "Traceback" in line]
 
 
 def test_metadata_grpc_cannot_carry_is_refused_naming_the_header(proxied: Proxied) -> None:

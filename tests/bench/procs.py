@@ -45,9 +45,10 @@ def pinned(cpus: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def frozen_heap() -> Iterator[None]:
-    """Keep what this process holds so far out of its collector meanwhile: a load generator
-    that times the server paused for a full collection of all that (tens of milliseconds in
-    the benchmark's own process, which imports the whole app) and counted it as the server's."""
+    """Keep what this process holds so far out of its collector meanwhile: a process that
+    times a server (a load generator; a test serving in its own process) paused for a full
+    collection of all that and counted it as the server's (tens of milliseconds in the
+    benchmark's own process, which imports the whole app; over a second late in the suite)."""
     gc.collect()
     gc.freeze()
     try:

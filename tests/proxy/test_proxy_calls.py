@@ -9,6 +9,7 @@ import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -235,11 +236,28 @@ def test_a_bad_line_in_a_client_stream_is_refused_naming_its_field(proxied: Prox
     assert [v["field"] for v in violations] == ["value"]
 
 
+# SleepRequest{millis: 60000} in one gRPC-Web envelope: flags, length, the message.
+_SLEEP_MINUTE = b"\x08\xe0\xd4\x03"
+_GRPC_WEB_SLEEP = b"\x00" + len(_SLEEP_MINUTE).to_bytes(4, "big") + _SLEEP_MINUTE
+
+
 @pytest.mark.parametrize(
-    "path", ["/v1/sleep", "/api/portico.echo.v1.Echo/Sleep"], ids=["rest", "connect"]
+    ("path", "request_body"),
+    [
+        ("/v1/sleep", {"json": {"millis": 60_000}}),
+        ("/api/portico.echo.v1.Echo/Sleep", {"json": {"millis": 60_000}}),
+        (
+            "/portico.echo.v1.Echo/Sleep",
+            {
+                "content": _GRPC_WEB_SLEEP,
+                "headers": {"content-type": "application/grpc-web+proto", "x-grpc-web": "1"},
+            },
+        ),
+    ],
+    ids=["rest", "connect", "grpc-web"],
 )
 def test_a_client_that_goes_away_cancels_the_upstreams_unary_call(
-    proxied: Proxied, path: str
+    proxied: Proxied, path: str, request_body: dict[str, Any]
 ) -> None:
     proxied.upstream.forget_lines()
     proxied.proxy.forget_lines()
@@ -247,7 +265,7 @@ def test_a_client_that_goes_away_cancels_the_upstreams_unary_call(
 
     async def scenario() -> httpx.Response:
         async with client(proxied) as http:
-            waiting = asyncio.ensure_future(http.post(path, json={"millis": 60_000}))
+            waiting = asyncio.ensure_future(http.post(path, **request_body))
             await asyncio.to_thread(proxied.upstream.wait_for, "sleeping")
             waiting.cancel()  # the client gives up: its connection closes
             with contextlib.suppress(asyncio.CancelledError):

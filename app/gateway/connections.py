@@ -1,4 +1,5 @@
-"""HTTP connections that cannot be held open by a slow client, and write in batches.
+"""HTTP connections that a slow client cannot hold open, that write in batches, and that tell a
+call when its client goes away.
 
 uvicorn bounds the wait between requests (keep-alive) but not a request's head: a client sending
 its headers a byte at a time holds a connection and its memory as long as it likes. This

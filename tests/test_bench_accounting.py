@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import os
 from collections import Counter
+from typing import Any
 
 from tests.bench import cases, procs, report, wrk
 from tests.bench.cases import sse
@@ -24,12 +25,16 @@ latency-us 6410:4765,7000:4000,10350:670,52000:95
 """
 
 
+def _parsed(out: str) -> dict[str, Any]:
+    return wrk.summary([wrk.parse_slice(out)])
+
+
 def _slice(requests: int, seconds: float, latency_us: dict[int, int]) -> wrk.Slice:
     return wrk.Slice(requests, 0, {}, seconds, Counter(latency_us))
 
 
 def test_wrk_failures_are_counted_as_errors():
-    result = wrk.parse(WRK_SUMMARY)
+    result = _parsed(WRK_SUMMARY)
     assert result["requests"] == 9530
     assert result["ok"] == 9530 - 12
     assert result["socket_errors"] == {"connect": 0, "read": 3, "write": 0, "timeout": 2}
@@ -88,8 +93,8 @@ def test_events_outside_the_changes_or_in_another_order_are_not_counted_missed()
 
 def test_a_case_with_errors_misses_the_target_and_shows_them():
     failures = WRK_SUMMARY.splitlines(keepends=True)[3:5]  # the socket errors and non-2xx
-    clean = wrk.parse(WRK_SUMMARY.replace("".join(failures), ""))
-    run = {"a_version": clean, "b_read": wrk.parse(WRK_SUMMARY)}
+    clean = _parsed(WRK_SUMMARY.replace("".join(failures), ""))
+    run = {"a_version": clean, "b_read": _parsed(WRK_SUMMARY)}
     report.derive(run, workers=1)
     assert run["targets"]["no case had an error"] is False
     results = {"runs": {1: run}}

@@ -56,14 +56,18 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
             self._deadlines = deadlines
             self._lost = False
             self._on_lost: list[Callable[[], object]] = []
+            # An ASGI extension is a dict of its own: this one holds the function. One per
+            # connection, handed to each of its requests.
+            self._extensions: dict[str, dict[object, object]] = {
+                ON_DISCONNECT: {"watch": self.on_disconnect}
+            }
             # It answers all a Transport does (what it does not hold, by delegation).
             super().connection_made(cast(asyncio.Transport, batches.wrap(transport)))
             deadlines.arm(self, seconds)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
-            # An ASGI extension is a dict of its own: this one holds the function.
-            self.scope["extensions"] = {ON_DISCONNECT: {"watch": self.on_disconnect}}
+            self.scope["extensions"] = self._extensions
             if self not in self._deadlines:  # the connection's first request keeps its own
                 self._deadlines.arm(self, seconds)
 

@@ -41,7 +41,7 @@ from app.store.records import (
     select_record,
     select_records,
     select_where,
-    sqlite_time,
+    sqlite_record,
     update_record,
 )
 from app.store.runner import TransactionRunner, call_mapped
@@ -306,12 +306,7 @@ class ObjectStore:
         """The object ``(kind, key)``, or None."""
         rows = self.database.read_inline(SQLITE_GET, (kind, key))
         if rows is not None:
-            if not rows:
-                return None
-            data, revision, created_at, updated_at = rows[0]
-            return Record(
-                kind, key, data, revision, sqlite_time(created_at), sqlite_time(updated_at)
-            )
+            return sqlite_record(kind, key, rows)
         return await self.database.read(select_record, kind, key)
 
     async def list(self, kind: str, prefix: str = "") -> list[Record]:

@@ -141,15 +141,19 @@ _DELETE_OBJECT = delete(_objects).where(
 )
 
 
+def sqlite_record(kind: str, key: str, rows: list[Any]) -> Record | None:
+    """The object ``(kind, key)`` from the rows ``SQLITE_GET`` gave, if any."""
+    if not rows:
+        return None
+    data, revision, created_at, updated_at = rows[0]
+    return Record(kind, key, data, revision, sqlite_time(created_at), sqlite_time(updated_at))
+
+
 def select_record(conn: Connection, kind: str, key: str) -> Record | None:
     """The object ``(kind, key)``, if any."""
     raw = _sqlite(conn)
     if raw is not None:
-        rows = raw.execute(SQLITE_GET, (kind, key)).fetchall()
-        if not rows:
-            return None
-        data, revision, created_at, updated_at = rows[0]
-        return Record(kind, key, data, revision, sqlite_time(created_at), sqlite_time(updated_at))
+        return sqlite_record(kind, key, raw.execute(SQLITE_GET, (kind, key)).fetchall())
     row = conn.execute(_SELECT_RECORD, {"kind": kind, "key": key}).first()
     return None if row is None else _record(row)
 

@@ -123,11 +123,6 @@ def parse_slice(out: str) -> Slice:
     )
 
 
-def parse(out: str) -> dict[str, Any]:
-    """The numbers of one run's output."""
-    return summary([parse_slice(out)])
-
-
 def summary(slices: list[Slice]) -> dict[str, Any]:
     """The numbers of one row measured in ``slices``: their requests over their time, and the
     percentiles of all their requests together."""

@@ -36,7 +36,9 @@ def test_created_object_can_be_read_back(with_store):
         assert created.revision > 0
         assert created.created_at.tzinfo is UTC
         got = await store.get("Cluster", "alpha")
-        assert got == created
+        assert got == created  # the same instants, in UTC, read by a point read and a list
+        assert got is not None and got.updated_at.tzinfo is UTC
+        assert await store.list("Cluster") == [created]
         assert await store.get("Cluster", "beta") is None
         assert await store.get("Machine", "alpha") is None
 

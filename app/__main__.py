@@ -301,7 +301,7 @@ async def _users_action(settings: Settings, args: argparse.Namespace, password: 
             print(f"added {account.username} ({account.role}{_binding(account)})")
         elif args.action == "list":
             print("USERNAME\tROLE\tSTATE\tTENANT")
-            for account in await store.list_accounts():
+            for account in await store.accounts.list():
                 state = "enabled" if account.enabled else "disabled"
                 binding = _binding(account, sep="\t")
                 print(f"{account.username}\t{account.role}\t{state}{binding}")

@@ -59,7 +59,7 @@ def purge_expired_revocations(store: ObjectStore, every_seconds: float = 600.0) 
 
     async def purge() -> None:
         while True:
-            removed = await store.purge_expired_revocations()
+            removed = await store.revocations.purge_expired()
             if removed:
                 log.info("forgot %d revocation(s) of expired tokens", removed)
             await store.login_attempts.forget_stale()

@@ -300,7 +300,7 @@ async def admit_caller(
 
 async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: str) -> None:
     """On first start (no accounts at all), create ``admin``; never with a built-in password."""
-    if await store.list_accounts():
+    if await store.accounts.list():
         if password:
             # Said at every start: an operator who set it expects it to work, and it does not.
             log.warning(
@@ -314,7 +314,7 @@ async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: 
     password = password or secrets.token_urlsafe(18)
     password_hash = await asyncio.to_thread(hasher.hash, password)
     try:
-        await store.create_account(BOOTSTRAP_ADMIN, password_hash, "admin")
+        await store.accounts.create(BOOTSTRAP_ADMIN, password_hash, "admin")
     except AlreadyExists:  # another worker of this server got there first
         return
     if generated:

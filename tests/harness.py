@@ -80,7 +80,7 @@ class Running:
         portico = self.portico
         assert portico.store is not None and portico.gate is not None
         password_hash = portico.gate.hasher.hash(password)
-        await portico.store.create_account(username, password_hash, role, **binding)
+        await portico.store.accounts.create(username, password_hash, role, **binding)
         return await self.login(username, password)
 
 

@@ -62,7 +62,7 @@ async def add_account(
     if developer and operator:
         raise AccountError("an account acts for one organisation: a developer or an operator")
     password_hash = await asyncio.to_thread(hasher.hash, password)
-    account = await store.create_account(
+    account = await store.accounts.create(
         username, password_hash, role, developer=developer, operator=operator
     )
     audit.info("account added: user=%s role=%s", account.username, account.role)
@@ -75,13 +75,13 @@ async def set_password(
     """Replace an account's password; its existing tokens stay valid until they expire."""
     check_password(password)
     password_hash = await asyncio.to_thread(hasher.hash, password)
-    account = await store.update_account(username, password_hash=password_hash)
+    account = await store.accounts.update(username, password_hash=password_hash)
     audit.info("account password changed: user=%s", account.username)
     return account
 
 
 async def set_enabled(store: ObjectStore, username: str, enabled: bool) -> Account:
     """Enable or disable an account; a disabled account's tokens are refused at once."""
-    account = await store.update_account(username, enabled=enabled)
+    account = await store.accounts.update(username, enabled=enabled)
     audit.info("account %s: user=%s", "enabled" if enabled else "disabled", account.username)
     return account

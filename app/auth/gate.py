@@ -109,7 +109,7 @@ class Gate:
             ) from None
         seen = f"user={username} address={client} request_id={request_id}"
         try:
-            account = await self.store.get_account(username)
+            account = await self.store.accounts.get(username)
             # Hash checks run in a thread: they are slow by design and must not stall the loop.
             if account is None or not account.enabled:
                 await asyncio.to_thread(self.hasher.burn, password)
@@ -156,7 +156,7 @@ class Gate:
         self._cache = OrderedDict(
             (t, v) for t, v in self._cache.items() if v.caller.token_id != caller.token_id
         )
-        await self.store.revoke_token(
+        await self.store.revocations.revoke(
             caller.token_id, datetime.fromtimestamp(caller.expires_at, UTC)
         )
 
@@ -202,13 +202,13 @@ class Gate:
         return caller
 
     async def _check_still_valid(self, caller: Caller) -> Account:
-        if await self.store.is_revoked(caller.token_id):
+        if await self.store.revocations.is_revoked(caller.token_id):
             raise InvalidToken("token was revoked", "revoked")
         try:
             account_id = int(caller.account_id)
         except ValueError as exc:
             raise InvalidToken("token subject is not an account", "account") from exc
-        account = await self.store.get_account_by_id(account_id)
+        account = await self.store.accounts.get_by_id(account_id)
         if account is None or not account.enabled or account.username != caller.username:
             raise InvalidToken("token account is disabled or gone", "account")
         if account.role != caller.role:

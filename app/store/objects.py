@@ -22,7 +22,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.engine import URL
 
 from app.observe.timing import instrument
-from app.store import accounts
+from app.store.accounts import Accounts, Revocations
 from app.store.database import Database
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
 from app.store.errors import AlreadyExists
@@ -48,7 +48,6 @@ from app.store.runner import TransactionRunner, call_mapped
 from app.store.schema import ensure_schema
 from app.store.tables import (
     COMPACTED_REVISION,
-    Account,
     EventLogEntry,
     StoreMeta,
     core_table,
@@ -84,7 +83,6 @@ _SQLITE_HEAD = (
     "coalesce((SELECT value FROM store_meta WHERE name = ?), 0))"
 )
 _meta = core_table(StoreMeta)
-_SQLITE_IS_REVOKED = "SELECT 1 FROM revoked_token WHERE jti = ?"
 
 
 def compact_log(conn: Connection, cutoff: datetime) -> int:
@@ -211,7 +209,8 @@ class Transaction:
 
 
 class ObjectStore:
-    """Persistent objects with revisions, an event log with watches, accounts and revocations."""
+    """Persistent objects with revisions and an event log with watches; beside them the
+    store's typed tables (accounts, revocations, login attempts, idempotency records)."""
 
     def __init__(
         self,
@@ -222,6 +221,8 @@ class ObjectStore:
     ) -> None:
         self.database = database
         self.compaction_age = compaction_age
+        self.accounts = Accounts(database)
+        self.revocations = Revocations(database)
         self.login_attempts = LoginAttempts(database)
         self.idempotency = IdempotencyRecords(database)
         if poll_interval is None:
@@ -414,90 +415,9 @@ class ObjectStore:
         self._feed.forget_through(compacted)
         return compacted
 
-    # accounts and revoked tokens
-
-    async def create_account(
-        self,
-        username: str,
-        password_hash: str,
-        role: str,
-        *,
-        enabled: bool = True,
-        developer: str = "",
-        operator: str = "",
-    ) -> Account:
-        """Add an account (bound to an edge developer or operator organisation, if given);
-        ``AlreadyExists`` if the username is taken."""
-        return await self.database.write(
-            accounts.insert_account,
-            username,
-            password_hash,
-            role,
-            enabled,
-            utc_now(),
-            (developer, operator),
-        )
-
-    async def get_account(self, username: str) -> Account | None:
-        """The account called ``username``, or None."""
-        return await self.database.read(accounts.select_account, username)
-
-    async def get_account_by_id(self, account_id: int) -> Account | None:
-        """The account with ``account_id``, or None. On SQLite a query on the loop, as
-        :meth:`is_revoked`: every cached token is rechecked with both once a second, and through
-        the pool and a worker thread the read cost ~0.5 ms of CPU (a thousand tokens in use: half
-        of every second)."""
-        rows = self.database.read_inline(accounts.SQLITE_ACCOUNT_BY_ID, (account_id,))
-        if rows is not None:
-            return accounts.sqlite_account(rows[0]) if rows else None
-        return await self.database.read(accounts.select_account_by_id, account_id)
-
-    async def list_accounts(self) -> builtins.list[Account]:  # list: the method below
-        """Every account, ordered by username."""
-        return await self.database.read(accounts.select_accounts)
-
-    async def update_account(
-        self,
-        username: str,
-        *,
-        password_hash: str | None = None,
-        role: str | None = None,
-        enabled: bool | None = None,
-    ) -> Account:
-        """Change the given fields of an account; ``NotFound`` if missing."""
-        changes = {
-            name: value
-            for name, value in (
-                ("password_hash", password_hash),
-                ("role", role),
-                ("enabled", enabled),
-            )
-            if value is not None
-        }
-        return await self.database.write(accounts.change_account, username, changes, utc_now())
-
-    async def delete_account(self, username: str) -> Account:
-        """Delete an account and return it; ``NotFound`` if missing."""
-        return await self.database.write(accounts.remove_account, username)
-
-    async def revoke_token(self, jti: str, expires_at: datetime) -> None:
-        """Refuse the token ``jti`` until ``expires_at``."""
-        await self.database.write(accounts.insert_revocation, jti, expires_at)
-
-    async def is_revoked(self, jti: str) -> bool:
-        """Whether the token ``jti`` was revoked."""
-        rows = self.database.read_inline(_SQLITE_IS_REVOKED, (jti,))
-        if rows is not None:
-            return bool(rows)
-        return await self.database.read(accounts.revocation_exists, jti)
-
     async def event_log_size(self) -> tuple[int, int]:
         """How many events the log keeps, and its newest revision."""
         return await self.database.read(_log_bounds)
-
-    async def purge_expired_revocations(self, *, now: datetime | None = None) -> int:
-        """Forget revocations of tokens that have expired anyway; returns how many."""
-        return await self.database.write(accounts.delete_expired_revocations, now or utc_now())
 
 
 # Every operation is timed (portico_store_operation_duration_seconds{operation}) and traced

@@ -193,7 +193,7 @@ def test_a_disabled_account_loses_its_tokens(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
             token = await server.add_account("carol", "operator")
-            await server.portico.store.update_account("carol", enabled=False)
+            await server.portico.store.accounts.update("carol", enabled=False)
             server.portico.gate.recheck_seconds = 0  # as another replica would after a second
             method = REGISTRY.method("/cnct.kaas.api.Cluster/GetClusterList")
             assert await grpc_call(server.channel, method, token) is grpc.StatusCode.UNAUTHENTICATED
@@ -323,7 +323,7 @@ def test_calls_arriving_while_a_token_is_rechecked_share_one_check(tmp_path):
             token = await server.login()
             store, gate = server.portico.store, server.portico.gate
             checks = 0
-            is_revoked = store.is_revoked
+            is_revoked = store.revocations.is_revoked
 
             async def slow_is_revoked(jti: str) -> bool:
                 nonlocal checks
@@ -331,7 +331,7 @@ def test_calls_arriving_while_a_token_is_rechecked_share_one_check(tmp_path):
                 await asyncio.sleep(0.2)  # a slow database: the other calls arrive meanwhile
                 return await is_revoked(jti)
 
-            store.is_revoked = slow_is_revoked
+            store.revocations.is_revoked = slow_is_revoked
             headers = dict(_bearer(token))
 
             async def burst() -> set[int]:
@@ -344,7 +344,7 @@ def test_calls_arriving_while_a_token_is_rechecked_share_one_check(tmp_path):
             assert await burst() == {200}
             assert checks == 1
             claims = gate.issuer.verify(token)
-            await store.revoke_token(claims.token_id, datetime.now(UTC) + timedelta(hours=1))
+            await store.revocations.revoke(claims.token_id, datetime.now(UTC) + timedelta(hours=1))
             assert await burst() == {401}
             assert checks == 2
 

@@ -152,7 +152,7 @@ def test_every_failure_lockout_and_disabled_attempt_is_an_audit_line(tmp_path, c
         async with running(tmp_path) as server:
             await server.add_account("carol", "viewer")
             assert server.portico.store is not None
-            await server.portico.store.update_account("carol", enabled=False)
+            await server.portico.store.accounts.update("carol", enabled=False)
             for i in range(5):
                 await server.http.post(
                     "/v1/auth:login", json=WRONG, headers={"x-request-id": f"attempt-{i}"}

@@ -11,20 +11,20 @@ from app.store import AlreadyExists, NotFound, ObjectStore
 
 def test_an_account_is_created_found_changed_and_deleted(with_store):
     async def body(store: ObjectStore):
-        created = await store.create_account("alice", "hash-1", "admin")
+        created = await store.accounts.create("alice", "hash-1", "admin")
         assert created.id is not None and created.enabled
-        assert (await store.get_account("alice")).password_hash == "hash-1"
-        assert (await store.get_account_by_id(created.id)).username == "alice"
-        assert await store.get_account("nobody") is None
-        assert await store.get_account_by_id(created.id + 1000) is None
+        assert (await store.accounts.get("alice")).password_hash == "hash-1"
+        assert (await store.accounts.get_by_id(created.id)).username == "alice"
+        assert await store.accounts.get("nobody") is None
+        assert await store.accounts.get_by_id(created.id + 1000) is None
 
-        changed = await store.update_account("alice", role="viewer", enabled=False)
+        changed = await store.accounts.update("alice", role="viewer", enabled=False)
         assert (changed.role, changed.enabled, changed.password_hash) == ("viewer", False, "hash-1")
         assert changed.updated_at >= created.updated_at
-        assert not (await store.get_account("alice")).enabled
+        assert not (await store.accounts.get("alice")).enabled
 
-        await store.delete_account("alice")
-        assert await store.get_account("alice") is None
+        await store.accounts.delete("alice")
+        assert await store.accounts.get("alice") is None
 
     with_store(body)
 
@@ -34,12 +34,12 @@ def test_an_account_read_by_id_is_the_account_read_by_name(with_store):
     give the same account, typed alike, as the pooled read."""
 
     async def body(store: ObjectStore):
-        created = await store.create_account(
+        created = await store.accounts.create(
             "alice", "hash-1", "operator", developer="dev-org", operator="op-org"
         )
-        await store.update_account("alice", enabled=False)
-        by_name = await store.get_account("alice")
-        by_id = await store.get_account_by_id(created.id)
+        await store.accounts.update("alice", enabled=False)
+        by_name = await store.accounts.get("alice")
+        by_id = await store.accounts.get_by_id(created.id)
         assert by_id is not None and by_name is not None
         assert by_id.model_dump() == by_name.model_dump()
         assert by_id.enabled is False and by_id.created_at.tzinfo is not None
@@ -49,13 +49,13 @@ def test_an_account_read_by_id_is_the_account_read_by_name(with_store):
 
 def test_usernames_are_unique_and_missing_accounts_are_not_found(with_store):
     async def body(store: ObjectStore):
-        await store.create_account("alice", "h", "admin")
+        await store.accounts.create("alice", "h", "admin")
         with pytest.raises(AlreadyExists, match="alice"):
-            await store.create_account("alice", "other", "viewer")
+            await store.accounts.create("alice", "other", "viewer")
         with pytest.raises(NotFound):
-            await store.update_account("bob", enabled=False)
+            await store.accounts.update("bob", enabled=False)
         with pytest.raises(NotFound):
-            await store.delete_account("bob")
+            await store.accounts.delete("bob")
 
     with_store(body)
 
@@ -63,17 +63,17 @@ def test_usernames_are_unique_and_missing_accounts_are_not_found(with_store):
 def test_accounts_are_listed_by_username(with_store):
     async def body(store: ObjectStore):
         for name in ("carol", "alice", "bob"):
-            await store.create_account(name, "h", "viewer")
-        assert [a.username for a in await store.list_accounts()] == ["alice", "bob", "carol"]
+            await store.accounts.create(name, "h", "viewer")
+        assert [a.username for a in await store.accounts.list()] == ["alice", "bob", "carol"]
 
     with_store(body)
 
 
 def test_a_deleted_accounts_id_is_never_given_to_another(with_store):
     async def body(store: ObjectStore):
-        first = await store.create_account("alice", "h", "admin")
-        await store.delete_account("alice")
-        second = await store.create_account("mallory", "h", "admin")
+        first = await store.accounts.create("alice", "h", "admin")
+        await store.accounts.delete("alice")
+        second = await store.accounts.create("mallory", "h", "admin")
         # Tokens name the account id: an old token must not become the new account's.
         assert second.id != first.id
 
@@ -83,15 +83,15 @@ def test_a_deleted_accounts_id_is_never_given_to_another(with_store):
 def test_revoked_tokens_are_refused_until_purged_after_expiry(with_store):
     async def body(store: ObjectStore):
         now = datetime.now(UTC)
-        await store.revoke_token("expired", now - timedelta(seconds=1))
-        await store.revoke_token("current", now + timedelta(hours=1))
-        await store.revoke_token("current", now + timedelta(hours=1))  # idempotent
-        assert await store.is_revoked("expired")
-        assert await store.is_revoked("current")
-        assert not await store.is_revoked("never")
+        await store.revocations.revoke("expired", now - timedelta(seconds=1))
+        await store.revocations.revoke("current", now + timedelta(hours=1))
+        await store.revocations.revoke("current", now + timedelta(hours=1))  # idempotent
+        assert await store.revocations.is_revoked("expired")
+        assert await store.revocations.is_revoked("current")
+        assert not await store.revocations.is_revoked("never")
 
-        assert await store.purge_expired_revocations() == 1
-        assert not await store.is_revoked("expired")
-        assert await store.is_revoked("current")
+        assert await store.revocations.purge_expired() == 1
+        assert not await store.revocations.is_revoked("expired")
+        assert await store.revocations.is_revoked("current")
 
     with_store(body)

@@ -282,7 +282,7 @@ def test_objects_survive_a_restart_and_the_schema_version_is_recorded(store_url)
 def test_a_version_1_database_gains_the_account_organisations(store_url):
     async def make_version_1() -> None:
         async with ObjectStore.open(store_url) as store:
-            await store.create_account("alice", "h", "operator")
+            await store.accounts.create("alice", "h", "operator")
             with store.database.engine.begin() as conn:
                 for column in ("developer", "operator"):
                     conn.execute(text(f"ALTER TABLE account DROP COLUMN {column}"))
@@ -290,9 +290,9 @@ def test_a_version_1_database_gains_the_account_organisations(store_url):
 
     async def reopen() -> None:
         async with ObjectStore.open(store_url) as store:
-            assert (await store.get_account("alice")).developer == ""
-            await store.create_account("bob", "h", "operator", developer="AcmeApps")
-            assert (await store.get_account("bob")).developer == "AcmeApps"
+            assert (await store.accounts.get("alice")).developer == ""
+            await store.accounts.create("bob", "h", "operator", developer="AcmeApps")
+            assert (await store.accounts.get("bob")).developer == "AcmeApps"
 
     run(make_version_1())
     run(reopen())

@@ -12,21 +12,23 @@ from urllib.parse import parse_qsl
 from google.protobuf.message import Message
 
 from app.gateway.codec import (
-    FieldPath,
     JsonOptions,
-    assign_text,
     dump_json,
     field_key,
     load_json,
     message_descriptor,
     parse_into,
-    path_name,
-    resolve_field_path,
-    set_text_value,
     to_dict,
 )
 from app.gateway.errors import BadRequest
 from app.gateway.http_rules import BindingPlan, is_bound
+from app.gateway.text_fields import (
+    FieldPath,
+    assign_text,
+    path_name,
+    resolve_field_path,
+    set_text_value,
+)
 
 # Renderings remembered: the most recent, at most this many and this many bytes in all (a key
 # holds the reply's wire form, the value its JSON).

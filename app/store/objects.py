@@ -23,6 +23,7 @@ from sqlalchemy.engine import URL
 
 from app.observe.timing import instrument
 from app.store.accounts import Accounts, Revocations
+from app.store.counters import add_to_counter, read_counter, set_counter
 from app.store.database import Database
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
 from app.store.errors import AlreadyExists
@@ -206,6 +207,21 @@ class Transaction:
         )
         self._wrote(record, EventType.DELETED)
         return record
+
+    # Counters (app/store/counters.py): one statement each, no event.
+
+    async def counter(self, name: str) -> int | None:
+        """The counter ``name``, or None if it was never set."""
+        return await self._runner.run(read_counter, name)
+
+    async def add_to_counter(self, name: str, delta: int) -> int | None:
+        """Add ``delta`` to the counter ``name``; its new value, or None (nothing changed) if it
+        was never set: then the caller knows what it should be and sets it."""
+        return await self._runner.run(add_to_counter, name, delta)
+
+    async def set_counter(self, name: str, value: int) -> None:
+        """Start the counter ``name`` (never set before) at ``value``."""
+        await self._runner.run(set_counter, name, value)
 
 
 class ObjectStore:

@@ -108,7 +108,7 @@ def _sqlite_text(moment: datetime) -> str:
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
 
-def _sqlite(conn: Connection) -> sqlite3.Connection | None:
+def sqlite_connection(conn: Connection) -> sqlite3.Connection | None:
     """The ``sqlite3`` connection under ``conn``, or None on another database."""
     raw = conn.connection.dbapi_connection
     return raw if isinstance(raw, sqlite3.Connection) else None
@@ -153,7 +153,7 @@ def sqlite_record(kind: str, key: str, rows: list[Any]) -> Record | None:
 
 def select_record(conn: Connection, kind: str, key: str) -> Record | None:
     """The object ``(kind, key)``, if any."""
-    raw = _sqlite(conn)
+    raw = sqlite_connection(conn)
     if raw is not None:
         return sqlite_record(kind, key, raw.execute(SQLITE_GET, (kind, key)).fetchall())
     row = conn.execute(_SELECT_RECORD, {"kind": kind, "key": key}).first()
@@ -163,7 +163,7 @@ def select_record(conn: Connection, kind: str, key: str) -> Record | None:
 def select_records(conn: Connection, kind: str, prefix: str) -> list[Record]:
     """Objects of ``kind`` whose key starts with ``prefix``, ordered by key."""
     bound = _prefix_upper_bound(prefix) if prefix else None
-    raw = _sqlite(conn)
+    raw = sqlite_connection(conn)
     if raw is not None:
         sql, args = _SQLITE_LIST, [kind, prefix]
         if bound is not None:
@@ -183,7 +183,7 @@ def select_records(conn: Connection, kind: str, prefix: str) -> list[Record]:
 def _append_event(
     conn: Connection, kind: str, key: str, type_: EventType, data: bytes, now: datetime
 ) -> int:
-    raw = _sqlite(conn)
+    raw = sqlite_connection(conn)
     if raw is not None:
         cursor = raw.execute(_SQLITE_APPEND, (kind, key, type_.value, data, _sqlite_text(now)))
         return int(cursor.lastrowid or 0)
@@ -199,7 +199,7 @@ def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datet
     committed).
     """
     revision = _append_event(conn, kind, key, EventType.CREATED, data, now)
-    raw = _sqlite(conn)
+    raw = sqlite_connection(conn)
     if raw is not None:
         at = _sqlite_text(now)
         inserted = raw.execute(_SQLITE_INSERT, (kind, key, data, revision, at, at)).rowcount == 1
@@ -258,7 +258,7 @@ def update_record(
     if current.data == data:
         return current, False
     revision = _append_event(conn, kind, key, EventType.UPDATED, data, now)
-    raw = _sqlite(conn)
+    raw = sqlite_connection(conn)
     if raw is not None:
         raw.execute(_SQLITE_UPDATE, (data, revision, _sqlite_text(now), kind, key))
     else:
@@ -285,7 +285,7 @@ def delete_record(
     """Delete an object; returns its last data at the revision of the deletion."""
     current = _existing(conn, kind, key, expected_revision, known)
     revision = _append_event(conn, kind, key, EventType.DELETED, current.data, now)
-    raw = _sqlite(conn)
+    raw = sqlite_connection(conn)
     if raw is not None:
         raw.execute(_SQLITE_DELETE, (kind, key))
     else:

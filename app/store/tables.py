@@ -21,8 +21,11 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-# Bump together with a migration step in app/store/schema.py.
-SCHEMA_VERSION = 2
+# Bump when what is stored changes form, with a migration step in app/store/schema.py where
+# the change must be made at start. 3: the cluster manager's machine reservation is a counter
+# (store_meta) instead of an object; it counts itself again from the specs on first use, so no
+# step, but a replica of an older version must not write to a database of this one.
+SCHEMA_VERSION = 3
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -201,6 +201,31 @@ def test_a_failed_transaction_leaves_nothing_behind(with_store):
     with_store(body)
 
 
+def test_counters_change_in_transactions_and_write_no_event(with_store):
+    async def body(store: ObjectStore):
+        before = await store.current_revision()
+        async with store.transaction() as tx:
+            assert await tx.counter("test.total") is None
+            assert await tx.add_to_counter("test.total", 3) is None  # never set: nothing added
+            assert await tx.counter("test.total") is None
+            await tx.set_counter("test.total", 10)
+            assert await tx.add_to_counter("test.total", -4) == 6
+
+        class Boom(Exception):
+            pass
+
+        with pytest.raises(Boom):
+            async with store.transaction() as tx:
+                assert await tx.add_to_counter("test.total", 100) == 106
+                raise Boom
+        async with store.transaction() as tx:
+            assert await tx.counter("test.total") == 6  # the failed transaction's change undone
+            assert await tx.counter("test.other") is None
+        assert await store.current_revision() == before  # bookkeeping, not in the event log
+
+    with_store(body)
+
+
 def test_a_cancelled_transaction_is_rolled_back(with_store):
     async def body(store: ObjectStore):
         started = asyncio.Event()

@@ -1,18 +1,21 @@
 """How the cluster manager keeps clusters in the store: kinds, keys and the desired machines.
 
-Five kinds, written together in transactions::
+Four kinds and a counter, written together in transactions: the kinds::
 
     kind               key                    message            holds
     kaas.cluster       <name>                 ClusterDetailItem  status, message, kubeconfig
     kaas.cluster_spec  <name>                 CreateClusterMsg   version, control plane, pools
     kaas.machine       <name>/<pool>/<index>  Struct             one machine (Machine.to_dict)
     kaas.deployments   <name>/<pool>/<index>  Int64Value         deployments of released slots
-    kaas.reservation   machines               Int64Value         machines all specs ask for
+
+and the counter ``kaas.reserved_machines``, the machines all specs ask for (the reservation).
 
 The spec is the desired state (``k8s_version`` is the version the cluster should run); the
 reconciler compares it with the machines and writes the observed status. The reservation is
 the sum of every stored spec's machines, kept in step with every spec written or deleted, so
-checking the address pool's room costs one read instead of a scan of every cluster. A slot whose
+checking the address pool's room costs one read instead of a scan of every cluster; it is a
+store counter (one statement a change, no event), counted from the specs the first time a
+database is without it (new, or kept by a version that stored it as an object). A slot whose
 machine was released while the cluster lives (its pool deleted or scaled down) keeps how many
 deployments it had, so a machine allocated there again (the pool added back) draws its next
 deployment's fault rather than repeating the first; they go with the cluster.
@@ -28,14 +31,16 @@ from google.protobuf import struct_pb2, wrappers_pb2
 
 from app.services.plain_data import from_struct, to_struct
 from app.sim.machine_model import Machine, MachineRequest, Role
-from app.store import Reader, Record, Writer
+from app.store import Reader, Record, Transaction, Writer
 from gen.cnct.kaas.api import api_pb2
 
 CLUSTER = "kaas.cluster"
 CLUSTER_SPEC = "kaas.cluster_spec"
 MACHINE = "kaas.machine"
 DEPLOYMENTS = "kaas.deployments"
-RESERVATION = ("kaas.reservation", "machines")
+RESERVED = "kaas.reserved_machines"  # a store counter
+# Where versions before schema 3 kept the reservation (an object): removed once it is counted.
+OLD_RESERVATION = ("kaas.reservation", "machines")
 
 # The control plane's machines form a pool of their own; worker pools may not take its name.
 CONTROL_PLANE_POOL = "control-plane"
@@ -43,23 +48,28 @@ CONTROL_PLANE_POOL = "control-plane"
 Slot = tuple[str, int]  # (pool, index)
 
 
-async def reserved_machines(tx: Reader) -> int:
+async def reserved_machines(tx: Transaction) -> int:
     """How many machines the stored specs ask for, all clusters together."""
-    return _reserved(await tx.get(*RESERVATION))
+    total = await tx.counter(RESERVED)
+    return await _count_reserved(tx) if total is None else total
 
 
-async def reserve_machines(tx: Writer, delta: int) -> None:
-    """Change the reservation by ``delta`` machines (negative when specs shrink or go)."""
-    record = await tx.get(*RESERVATION)
-    total = wrappers_pb2.Int64Value(value=_reserved(record) + delta)
-    if record is None:
-        await tx.create(*RESERVATION, total)
-    else:
-        await tx.update(*RESERVATION, total)
+async def reserve_machines(tx: Transaction, delta: int) -> int:
+    """Change the reservation by ``delta`` machines (negative when specs shrink or go), after
+    the specs that changed were written; returns the new reservation."""
+    total = await tx.add_to_counter(RESERVED, delta)
+    return await _count_reserved(tx) if total is None else total
 
 
-def _reserved(record: Record | None) -> int:
-    return 0 if record is None else record.parse(wrappers_pb2.Int64Value).value
+async def _count_reserved(tx: Transaction) -> int:
+    """The reservation counted from every stored spec (this transaction's writes included) and
+    kept as the counter; the object an older version kept it in goes."""
+    specs = await tx.list(CLUSTER_SPEC)
+    total = sum(machine_count(r.parse(api_pb2.CreateClusterMsg)) for r in specs)
+    await tx.set_counter(RESERVED, total)
+    if await tx.get(*OLD_RESERVATION) is not None:
+        await tx.delete(*OLD_RESERVATION)
+    return total
 
 
 def machine_key(cluster: str, pool: str, index: int) -> str:

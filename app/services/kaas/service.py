@@ -205,9 +205,9 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
                 raise Rejected(
                     Code.ALREADY_EXISTS, f"cluster {request.name!r} already exists"
                 ) from None
-            await self._check_capacity(tx, wanted)
             await tx.create(CLUSTER_SPEC, request.name, request)
-            await reserve_machines(tx, wanted)
+            # Reserved first, refused after: one statement, and a refusal undoes both.
+            self._refuse_over_capacity(await reserve_machines(tx, wanted) - wanted, wanted)
 
         await self._write(context, create)
         return api_pb2.CreateClusterReply(ok=True, cluster=cluster_item(status))
@@ -393,7 +393,9 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
 
     async def _check_capacity(self, tx: Transaction, more: int) -> None:
         """RESOURCE_EXHAUSTED unless the IP pool can hold ``more`` machines on top of all others."""
-        committed = await reserved_machines(tx)
+        self._refuse_over_capacity(await reserved_machines(tx), more)
+
+    def _refuse_over_capacity(self, committed: int, more: int) -> None:
         if committed + more > self.machine_capacity:
             free = max(0, self.machine_capacity - committed)
             raise Rejected(

@@ -10,13 +10,13 @@ import grpc
 import pytest
 import yaml
 from cryptography import x509
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format, struct_pb2, wrappers_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 import app
 from app.services.kaas.planning import MAX_DEPLOY_RETRIES
-from app.services.kaas.records import CLUSTER, MACHINE
+from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, MACHINE, OLD_RESERVATION, RESERVED
 from app.services.plain_data import from_struct
 from app.sim.machine_model import Machine, Phase, system_id_for
 from app.sim.machines import FaultInjection
@@ -819,6 +819,50 @@ def test_machine_addresses_running_out_is_resource_exhausted(tmp_path):
             assert status == 200
             await api.wait_for("a", "RUNNING")
             assert (await api.nodes("a"))["count"] == 5
+
+    run(scenario())
+
+
+def test_a_create_writes_its_cluster_and_spec_and_no_bookkeeping_event(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await _rest(server)
+            before = await server.portico.store.current_revision()
+            assert (await api.call("POST", "/api/v1/cluster", json=_body("a")))[0] == 200
+            kinds = [CLUSTER, CLUSTER_SPEC, MACHINE, OLD_RESERVATION[0]]
+            events, _ = await server.portico.store.changes(kinds, before)
+            # A transaction's events share their moment; the reconciler's come later.
+            created = [(e.kind, e.key) for e in events if e.at == events[0].at]
+            # Nothing else is written with them (the reservation is a counter, not an object).
+            assert created == [(CLUSTER, "a"), (CLUSTER_SPEC, "a")]
+
+    run(scenario())
+
+
+def test_a_reservation_an_older_version_kept_as_an_object_is_counted_again(tmp_path):
+    """A database of a version that kept the reservation as an object, whose value is stale:
+    the next change counts it from the stored specs and drops the object, and the address
+    pool's room is still what is refused."""
+
+    async def scenario() -> None:
+        # A /29 holds 5 machine addresses (the first host is the gateway).
+        async with running(tmp_path, machine_ip_pool="10.9.0.0/29") as server:
+            api = await _rest(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=_body("a", workers=2)))[0] == 200
+            store = server.portico.store
+
+            def as_an_older_version(conn: Any) -> None:
+                conn.exec_driver_sql(f"DELETE FROM store_meta WHERE name = '{RESERVED}'")
+
+            await store.database.write(as_an_older_version)
+            await store.create(*OLD_RESERVATION, wrappers_pb2.Int64Value(value=0))
+
+            status, body = await api.call("POST", "/api/v1/cluster", json=_body("b", workers=2))
+            assert status == 429 and "2 free address(es) of 5" in body["message"]
+            assert (await api.call("POST", "/api/v1/cluster", json=_body("c", workers=1)))[0] == 200
+            assert await store.get(*OLD_RESERVATION) is None
+            status, body = await api.call("POST", "/api/v1/cluster", json=_body("d", workers=1))
+            assert status == 429 and "0 free address(es) of 5" in body["message"]
 
     run(scenario())
 

@@ -29,7 +29,7 @@ from app.observe import tracing
 from app.observe.exposition import serve_metrics
 from app.observe.logs import configure_logging
 from app.observe.metrics import MULTIPROCESS_ENV
-from app.store import make_private_folder
+from app.store import SchemaTooNew, make_private_folder
 from app.tls import check_tls_files, uvicorn_tls
 
 log = logging.getLogger("portico")
@@ -117,10 +117,17 @@ def http_config(settings: Settings, app: Any) -> uvicorn.Config:
     )
 
 
+# What stops a start with one line instead of a traceback (each message says what to change).
+STARTUP_REFUSALS = (ConfigurationError, SchemaTooNew)
+
+
 def _worker(settings: Settings) -> None:
     configure_logging(settings.log_format)
     with contextlib.suppress(KeyboardInterrupt):
-        run_event_loop(run(settings))
+        try:
+            run_event_loop(run(settings))
+        except STARTUP_REFUSALS as exc:
+            raise SystemExit(f"portico: {exc}") from None  # the exit code the supervisor reads
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -157,6 +164,10 @@ def run_workers(settings: Settings) -> None:
             multiprocess.mark_process_dead(process.pid, metrics_dir)
     for sock in reserved:
         sock.close()
+    # A worker that failed (not one stopped by a signal, whose code is negative) fails the whole.
+    failed = sum(1 for process in workers if (process.exitcode or 0) > 0)
+    if failed:
+        raise SystemExit(f"portico: {failed} of {len(workers)} workers failed")
 
 
 def _pick_free_ports(settings: Settings) -> tuple[Settings, list[socket.socket]]:
@@ -197,7 +208,7 @@ def serve(settings: Settings) -> None:
                 run_workers(settings)
             else:
                 run_event_loop(run(settings))
-    except ConfigurationError as exc:
+    except STARTUP_REFUSALS as exc:
         raise SystemExit(f"portico: {exc}") from None
 
 

@@ -6,10 +6,12 @@ import logging
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from app.__main__ import main
+from app.store import SCHEMA_VERSION, ObjectStore
 from tests.harness import run, running
 
 
@@ -98,6 +100,41 @@ def test_the_real_command_prints_one_line_and_fails(tmp_path):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"portico: {variable}: ")
     assert not any(tmp_path.iterdir())  # nothing was started or created
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_database_of_a_newer_version_stops_serve_with_its_reason(tmp_path, workers):
+    """An older Portico started on a database a newer one migrated: one line per process that
+    tried, no traceback, and a failing exit status (with two workers too, whose supervisor
+    exited 0 when both had died)."""
+
+    async def written_by_a_newer_version() -> None:
+        async with ObjectStore.open(f"sqlite:///{tmp_path / 'portico.db'}") as store:
+
+            def newer(conn: Any) -> None:
+                conn.exec_driver_sql(
+                    "INSERT INTO schema_version (version, applied_at) "
+                    f"VALUES ({SCHEMA_VERSION + 1}, '2030-01-01 00:00:00')"
+                )
+
+            await store.database.write(newer)
+
+    run(written_by_a_newer_version())
+    env = {**os.environ, "PORTICO_DATA_DIR": str(tmp_path), "PORTICO_WORKERS": str(workers)}
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    reason = f"portico: database schema version {SCHEMA_VERSION + 1} is newer than this Portico"
+    assert [line.startswith(reason) for line in lines[:workers]] == [True] * workers, lines
+    assert "Traceback" not in result.stderr
+    if workers > 1:
+        assert lines[-1] == f"portico: {workers} of {workers} workers failed"
 
 
 def test_an_ignored_admin_password_is_said_at_start(tmp_path, caplog):

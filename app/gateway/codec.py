@@ -206,6 +206,8 @@ def _check_value(item: Any, field: descriptor.FieldDescriptor, path: str, strict
         and len(item) > limits.MAX_REPEATED_ELEMENTS
     ):
         raise BadRequest(f"invalid {path}: {too_many(len(item))}", [(path, too_many(len(item)))])
+    if field.is_repeated and item is not None:
+        _expect(item, dict if is_map(field) else list, path)
     if is_map(field):
         if isinstance(item, dict):
             value_field = map_entry(field).fields_by_name["value"]
@@ -220,6 +222,8 @@ def _check_value(item: Any, field: descriptor.FieldDescriptor, path: str, strict
 
 
 def _check_single(item: Any, field: descriptor.FieldDescriptor, path: str, strict: bool) -> None:
+    if item is not None:
+        _check_json_type(item, field, path)
     is_bytes = field.type == descriptor.FieldDescriptor.TYPE_BYTES or (
         field.message_type is not None and field.message_type.full_name == _BYTES_VALUE
     )
@@ -238,8 +242,43 @@ def _check_single(item: Any, field: descriptor.FieldDescriptor, path: str, stric
         _check_enum(item, field.enum_type, path)
 
 
+def _check_json_type(item: Any, field: descriptor.FieldDescriptor, path: str) -> None:
+    """A JSON value of the wrong type for its field, said in JSON's words (json_format's own
+    messages are Python's: "invalid literal for int() with base 10", "got 'int'")."""
+    sub = field.message_type
+    if sub is not None:
+        # Well-known types have JSON forms of their own (a Timestamp is a string...).
+        if not sub.full_name.startswith("google.protobuf."):
+            _expect(item, dict, path)
+    elif field.cpp_type == _F.CPPTYPE_STRING:
+        _expect(item, str, path)
+    elif field.cpp_type == _F.CPPTYPE_BOOL:
+        _expect(item, bool, path)
+    elif field.cpp_type in _INTEGER_CPP and (
+        isinstance(item, bool | dict | list)
+        or (isinstance(item, float) and not item.is_integer())
+        # A 64-bit one's string is its usual form, with a message of its own below.
+        or (isinstance(item, str) and field.type not in _INT64_KINDS and not _DECIMAL.match(item))
+    ):
+        problem = f"must be an integer, not {_json_type(item)} ({_shown_json(item)})"
+        raise BadRequest(f"invalid {path}: {problem}", [(path, problem)])
+
+
+def _expect(item: Any, kind: type, path: str) -> None:
+    if not isinstance(item, kind):
+        problem = f"must be {_JSON_TYPE_NAMES[kind]}, not {_json_type(item)}"
+        if not isinstance(item, dict | list):
+            problem += f" ({_shown_json(item)})"
+        raise BadRequest(f"invalid {path}: {problem}", [(path, problem)])
+
+
+def _shown_json(item: Any) -> str:
+    return limits.clip(json.dumps(item), 40)
+
+
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _F = descriptor.FieldDescriptor
+_INTEGER_CPP = frozenset({_F.CPPTYPE_INT32, _F.CPPTYPE_INT64, _F.CPPTYPE_UINT32, _F.CPPTYPE_UINT64})
 _INT64_KINDS = frozenset(
     {_F.TYPE_INT64, _F.TYPE_SINT64, _F.TYPE_SFIXED64, _F.TYPE_UINT64, _F.TYPE_FIXED64}
 )
@@ -299,6 +338,14 @@ def _depth(value: Any) -> int:
     return depth
 
 
+_JSON_TYPE_NAMES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "true or false",
+    type(None): "null",
+}
+
+
 def _json_type(value: Any) -> str:
-    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")
+    return "a boolean" if type(value) is bool else _JSON_TYPE_NAMES.get(type(value), "a number")

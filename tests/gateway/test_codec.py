@@ -58,6 +58,35 @@ def test_bad_input_is_400_naming_the_problem(body: bytes, field: str) -> None:
     assert seen == []
 
 
+# A value of the wrong JSON type: the problem in JSON's words, not Python's or protobuf's
+# ("invalid literal for int() with base 10", "expected string or bytes-like object").
+WRONG_TYPES = [
+    (b'{"count": "three"}', "count", 'must be an integer, not a string ("three")'),
+    (b'{"count": 1.5}', "count", "must be an integer, not a number (1.5)"),
+    (b'{"count": true}', "count", "must be an integer, not a boolean (true)"),
+    (b'{"name": 42}', "name", "must be a string, not a number (42)"),
+    (b'{"name": {}}', "name", "must be a string, not an object"),
+    (b'{"active": "yes"}', "active", 'must be true or false, not a string ("yes")'),
+    (b'{"tags": "abc"}', "tags", 'must be an array, not a string ("abc")'),
+    (b'{"tags": [1]}', "tags[0]", "must be a string, not a number (1)"),
+    (b'{"labels": ["a"]}', "labels", "must be an object, not an array"),
+    (b'{"labels": {"a": 1}}', "labels[a]", "must be a string, not a number (1)"),
+    (b'{"parts": [1]}', "parts[0]", "must be an object, not a number (1)"),
+]
+
+
+@pytest.mark.parametrize(("body", "field", "problem"), WRONG_TYPES)
+def test_a_value_of_the_wrong_json_type_is_named_in_json_words(
+    body: bytes, field: str, problem: str
+) -> None:
+    response, seen = echo(body)
+    assert response.status_code == 400, response.text
+    status = response.json()
+    assert status["message"] == f"invalid {field}: {problem}"
+    assert status["details"][0]["field_violations"] == [{"field": field, "description": problem}]
+    assert seen == []
+
+
 def test_unknown_fields_can_be_ignored() -> None:
     options = GatewayOptions(json=JsonOptions(ignore_unknown=True), authenticate=NO_AUTH)
     response, seen = echo(b'{"name": "a", "nope": 1}', options)

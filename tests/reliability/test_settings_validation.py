@@ -80,22 +80,27 @@ def test_a_host_this_machine_cannot_listen_on_stops_serve_with_one_line(
     assert not (tmp_path / "data").exists()
 
 
-def test_the_real_command_prints_one_line_and_fails(tmp_path):
-    # This one was a traceback; the in-process test above covers the other values.
-    variable, value = "PORTICO_SIM_FAILURE_RATIO", "7"
-    env = {**os.environ, variable: value, "PORTICO_DATA_DIR": str(tmp_path)}
+def _refused_serve(settings: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``portico serve`` on free ports with ``settings``, which must refuse to start."""
     try:
         result = subprocess.run(
             [sys.executable, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"],
-            env=env,
+            env={**os.environ, **settings},
             capture_output=True,
             text=True,
             # Refusing takes a second; a busy machine may make the imports before it take ten.
             timeout=60,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{variable}={value}: the server started anyway")
+        pytest.fail(f"{settings}: the server started anyway")
     assert result.returncode != 0
+    return result
+
+
+def test_the_real_command_prints_one_line_and_fails(tmp_path):
+    # This one was a traceback; the in-process test above covers the other values.
+    variable, value = "PORTICO_SIM_FAILURE_RATIO", "7"
+    result = _refused_serve({variable: value, "PORTICO_DATA_DIR": str(tmp_path)})
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"portico: {variable}: ")
@@ -120,15 +125,7 @@ def test_a_database_of_a_newer_version_stops_serve_with_its_reason(tmp_path, wor
             await store.database.write(newer)
 
     run(written_by_a_newer_version())
-    env = {**os.environ, "PORTICO_DATA_DIR": str(tmp_path), "PORTICO_WORKERS": str(workers)}
-    result = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--http-port", "0", "--grpc-port", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode != 0
+    result = _refused_serve({"PORTICO_DATA_DIR": str(tmp_path), "PORTICO_WORKERS": str(workers)})
     lines = result.stderr.strip().splitlines()
     reason = f"portico: database schema version {SCHEMA_VERSION + 1} is newer than this Portico"
     assert [line.startswith(reason) for line in lines[:workers]] == [True] * workers, lines

@@ -164,8 +164,9 @@ def run_workers(settings: Settings) -> None:
             multiprocess.mark_process_dead(process.pid, metrics_dir)
     for sock in reserved:
         sock.close()
-    # A worker that failed (not one stopped by a signal, whose code is negative) fails the whole.
-    failed = sum(1 for process in workers if (process.exitcode or 0) > 0)
+    # A worker that failed, or was killed by anything but the stop signals, fails the whole.
+    stopped = (0, -signal.SIGTERM, -signal.SIGINT)
+    failed = sum(1 for process in workers if process.exitcode not in stopped)
     if failed:
         raise SystemExit(f"portico: {failed} of {len(workers)} workers failed")
 

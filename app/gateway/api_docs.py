@@ -15,13 +15,14 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
 SWAGGER_UI = "/docs"
 ASSETS = "/docs/assets"
 INIT_SCRIPT = "/docs/init.js"
-PATHS = (SWAGGER_UI, INIT_SCRIPT, ASSETS)
+SLASHED = f"{SWAGGER_UI}/"  # redirected to the page
+PATHS = (SWAGGER_UI, SLASHED, INIT_SCRIPT, ASSETS)
 PREFIXES = (f"{ASSETS}/",)
 # Only this origin. Swagger UI sets styles from script and shows its SVG icons as data: URLs;
 # no inline script runs (it starts from init.js).
@@ -81,6 +82,11 @@ def add_api_docs(api: FastAPI) -> None:
     async def init(request: Request) -> Response:
         return Response(_INIT, media_type="text/javascript", headers=_HEADERS)
 
-    for path, page in ((SWAGGER_UI, swagger_ui), (INIT_SCRIPT, init)):
+    async def to_page(request: Request) -> Response:
+        # The page's links are relative: below "/docs/" they would miss. Relative here too,
+        # so a path prefix in front of Portico keeps working.
+        return RedirectResponse("../docs", status_code=308)
+
+    for path, page in ((SWAGGER_UI, swagger_ui), (SLASHED, to_page), (INIT_SCRIPT, init)):
         api.add_route(path, page, methods=["GET", "HEAD"], include_in_schema=False)
     api.mount(ASSETS, _Assets(directory=assets_folder()), name="api-docs")

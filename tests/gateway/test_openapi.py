@@ -495,6 +495,8 @@ def test_docs_page_loads_everything_from_this_server() -> None:
         loaded = run(_get(app, "/" + reference))
         assert loaded.status_code == 200, reference
     assert 'url: "openapi.json"' in run(_get(app, "/docs/init.js")).text
+    slashed = run(_get(app, "/docs/"))  # where its relative links would miss
+    assert (slashed.status_code, slashed.headers["location"]) == (308, "../docs")
 
 
 _SAMPLES = {

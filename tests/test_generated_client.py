@@ -94,29 +94,34 @@ def test_the_generator_makes_every_operation_but_the_ndjson_bodies(generated: Pa
     assert log.count("WARNING") == len(NOT_GENERATED), log[-3000:]
 
 
-def _readme_helper() -> dict[str, Any]:
-    """The README's stream helper: its first python block under "Generated clients"."""
+def _readme_block(marker: str, **replaced: str) -> dict[str, Any]:
+    """What running the python block under "Generated clients" that holds ``marker`` defines,
+    its text ``replaced`` (the README's address and password by this test's)."""
     readme = (ROOT / "README.md").read_text()
     section = readme.split("\n#### Generated clients\n", 1)[1].split("\n### ", 1)[0]
-    code = re.findall(r"^```python\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
+    (code,) = [block for block in blocks if marker in block]
+    for old, new in replaced.items():
+        assert old in code, old
+        code = code.replace(old, new)
     namespace: dict[str, Any] = {}
     exec(compile(code, "README.md", "exec"), namespace)
     return namespace
 
 
-def _scenario(url: str) -> None:
-    """What a user of the generated client does, synchronously: log in, then call."""
-    from portico_client import AuthenticatedClient, Client
-    from portico_client.api.services_auth_auth_service import auth_service_login
-    from portico_client.models import GoogleRpcStatus, ServicesAuthLoginRequest
+def _readme_helper() -> dict[str, Any]:
+    """The README's stream helper."""
+    return _readme_block("def stream(")
 
-    with Client(base_url=url) as anonymous:
-        login = auth_service_login.sync(
-            client=anonymous,
-            body=ServicesAuthLoginRequest(username="admin", password=ADMIN_PASSWORD),
-        )
-    assert not isinstance(login, GoogleRpcStatus) and login is not None
-    with AuthenticatedClient(base_url=url, token=str(login.token)) as client:
+
+def _scenario(url: str) -> None:
+    """What a user of the generated client does, synchronously: log in as the README shows,
+    then call."""
+    logged_in = _readme_block(
+        "auth_service_login",
+        **{"http://127.0.0.1:8080": url, '"change-me-now"': repr(ADMIN_PASSWORD)},
+    )
+    with logged_in["client"] as client:
         _calls(client)
 
 

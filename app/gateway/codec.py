@@ -181,7 +181,8 @@ def map_entry(field: descriptor.FieldDescriptor) -> descriptor.Descriptor:
 def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str, strict: bool) -> None:
     """Refuse what json_format would accept but must not be stored: a field under both its
     spellings, bytes that are not base64, repeated fields over the cap, and (when unknown input
-    is refused) enum numbers the enum does not define."""
+    is refused) enum numbers the enum does not define; and a value of the wrong JSON type, which
+    json_format refuses in Python's words."""
     if not isinstance(value, dict) or desc.full_name.startswith("google.protobuf."):
         return
     seen: dict[str, str] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
-from app.store.records import sqlite_connection
+from app.store.engine import sqlite_connection
 from app.store.tables import StoreMeta, core_table
 
 _meta = core_table(StoreMeta)

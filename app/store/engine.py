@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
 DEFAULT_BUSY_TIMEOUT = 5.0
@@ -28,6 +28,12 @@ def normalize_url(url: str | URL) -> URL:
 def is_sqlite(engine: Engine) -> bool:
     """Whether the engine talks to SQLite."""
     return engine.dialect.name == "sqlite"
+
+
+def sqlite_connection(conn: Connection) -> sqlite3.Connection | None:
+    """The ``sqlite3`` connection under ``conn``, or None on another database."""
+    raw = conn.connection.dbapi_connection
+    return raw if isinstance(raw, sqlite3.Connection) else None
 
 
 def configure_sqlite_connection(dbapi_connection: sqlite3.Connection, busy_timeout: float) -> None:

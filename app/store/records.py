@@ -8,7 +8,6 @@ statement itself. PostgreSQL goes through SQLAlchemy Core, whose cost hides behi
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self, TypeVar
@@ -16,6 +15,7 @@ from typing import Any, Protocol, Self, TypeVar
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql as postgresql_dialect
 
+from app.store.engine import sqlite_connection
 from app.store.errors import AlreadyExists, Conflict, NotFound
 from app.store.indexes import keys_where, reindex
 from app.store.tables import EventLogEntry, StoredObject, core_table, inserted_id
@@ -106,12 +106,6 @@ def sqlite_time(text: str) -> datetime:
 def _sqlite_text(moment: datetime) -> str:
     # SQLAlchemy's own SQLite DATETIME form, so both paths read each other's rows.
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
-
-
-def sqlite_connection(conn: Connection) -> sqlite3.Connection | None:
-    """The ``sqlite3`` connection under ``conn``, or None on another database."""
-    raw = conn.connection.dbapi_connection
-    return raw if isinstance(raw, sqlite3.Connection) else None
 
 
 def _prefix_upper_bound(prefix: str) -> str | None:

@@ -16,6 +16,7 @@ import psycopg
 from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
+from app.store.engine import sqlite_connection
 from app.store.errors import StoreError, map_database_error
 
 P = ParamSpec("P")
@@ -42,8 +43,8 @@ def call_mapped(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 
 def execute(conn: Connection, sql: str) -> None:
     """Run one statement that returns nothing (savepoints, transaction control)."""
-    raw = conn.connection.dbapi_connection
-    if isinstance(raw, sqlite3.Connection):
+    raw = sqlite_connection(conn)
+    if raw is not None:
         raw.execute(sql)  # on the loop, where SQLAlchemy's own work costs more than this
     else:
         conn.exec_driver_sql(sql)

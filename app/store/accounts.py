@@ -15,8 +15,14 @@ from sqlalchemy import Connection, delete, insert, select, update
 from app.observe.timing import instrument
 from app.store.database import Database
 from app.store.errors import AlreadyExists, NotFound
-from app.store.records import sqlite_time
-from app.store.tables import Account, RevokedToken, core_table, inserted_id, utc_now
+from app.store.tables import (
+    Account,
+    RevokedToken,
+    core_table,
+    inserted_id,
+    sqlite_time,
+    utc_now,
+)
 
 _accounts = core_table(Account)
 _revoked = core_table(RevokedToken)

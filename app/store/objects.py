@@ -56,6 +56,7 @@ from app.store.tables import (
 )
 from app.store.watch import (
     REPLAY_BATCH,
+    SQLITE_HEAD,
     Commit,
     Event,
     EventType,
@@ -78,11 +79,6 @@ SQLITE_POLL_INTERVAL = 0.01
 POSTGRESQL_POLL_INTERVAL = 0.05
 
 _log = core_table(EventLogEntry)
-# head_revision as one statement for the inline SQLite reader.
-_SQLITE_HEAD = (
-    "SELECT max(coalesce((SELECT max(revision) FROM event_log), 0), "
-    "coalesce((SELECT value FROM store_meta WHERE name = ?), 0))"
-)
 _meta = core_table(StoreMeta)
 
 
@@ -287,7 +283,7 @@ class ObjectStore:
     async def _read_head(self) -> int:
         """The log's head: on SQLite a query on the loop (microseconds; through the pool and a
         worker thread it cost over half a millisecond, and every watching process polls it)."""
-        rows = self.database.read_inline(_SQLITE_HEAD, (COMPACTED_REVISION,))
+        rows = self.database.read_inline(SQLITE_HEAD, (COMPACTED_REVISION,))
         if rows is not None:
             return int(rows[0][0])
         return await self.database.read(head_revision)

@@ -9,7 +9,7 @@ statement itself. PostgreSQL goes through SQLAlchemy Core, whose cost hides behi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol, Self, TypeVar
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
@@ -18,7 +18,14 @@ from sqlalchemy.dialects import postgresql as postgresql_dialect
 from app.store.engine import sqlite_connection
 from app.store.errors import AlreadyExists, Conflict, NotFound
 from app.store.indexes import keys_where, reindex
-from app.store.tables import EventLogEntry, StoredObject, core_table, inserted_id
+from app.store.tables import (
+    EventLogEntry,
+    StoredObject,
+    core_table,
+    inserted_id,
+    sqlite_text,
+    sqlite_time,
+)
 from app.store.watch import Event, EventType
 
 _objects = core_table(StoredObject)
@@ -96,18 +103,6 @@ def event_of(record: Record, type_: EventType) -> Event:
     return Event(record.revision, record.kind, record.key, type_, record.data, record.updated_at)
 
 
-def sqlite_time(text: str) -> datetime:
-    """A timestamp as SQLite holds it (UTC, without a zone)."""
-    # Parsed with its zone spelled out: ``replace(tzinfo=UTC)`` on the parsed value costs
-    # several times the parse, and a list of 1,000 objects spent a third of its time there.
-    return datetime.fromisoformat(text + "+00:00")
-
-
-def _sqlite_text(moment: datetime) -> str:
-    # SQLAlchemy's own SQLite DATETIME form, so both paths read each other's rows.
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
-
-
 def _prefix_upper_bound(prefix: str) -> str | None:
     # Keys compare by code point on both backends, so [prefix, bound) holds exactly the matches.
     for cut in range(len(prefix), 0, -1):
@@ -179,7 +174,7 @@ def _append_event(
 ) -> int:
     raw = sqlite_connection(conn)
     if raw is not None:
-        cursor = raw.execute(_SQLITE_APPEND, (kind, key, type_.value, data, _sqlite_text(now)))
+        cursor = raw.execute(_SQLITE_APPEND, (kind, key, type_.value, data, sqlite_text(now)))
         return int(cursor.lastrowid or 0)
     values = {"kind": kind, "key": key, "type": type_.value, "data": data, "at": now}
     return inserted_id(conn.execute(_INSERT_EVENT, values))
@@ -195,7 +190,7 @@ def insert_record(conn: Connection, kind: str, key: str, data: bytes, now: datet
     revision = _append_event(conn, kind, key, EventType.CREATED, data, now)
     raw = sqlite_connection(conn)
     if raw is not None:
-        at = _sqlite_text(now)
+        at = sqlite_text(now)
         inserted = raw.execute(_SQLITE_INSERT, (kind, key, data, revision, at, at)).rowcount == 1
         if not inserted:
             raw.execute(_SQLITE_TAKE_BACK, (revision,))
@@ -254,7 +249,7 @@ def update_record(
     revision = _append_event(conn, kind, key, EventType.UPDATED, data, now)
     raw = sqlite_connection(conn)
     if raw is not None:
-        raw.execute(_SQLITE_UPDATE, (data, revision, _sqlite_text(now), kind, key))
+        raw.execute(_SQLITE_UPDATE, (data, revision, sqlite_text(now), kind, key))
     else:
         values = {
             "of_kind": kind,

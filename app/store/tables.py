@@ -48,6 +48,23 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+# UTCDateTime as the SQLite driver itself reads and writes it, for the paths that skip
+# SQLAlchemy (point reads, lists, writes, the event log): its text, UTC without a zone.
+
+
+def sqlite_time(text: str) -> datetime:
+    """A timestamp as SQLite holds it."""
+    # Parsed with its zone spelled out: ``replace(tzinfo=UTC)`` on the parsed value costs
+    # several times the parse, and a list of 1,000 objects spent a third of its time there.
+    return datetime.fromisoformat(text + "+00:00")
+
+
+def sqlite_text(moment: datetime) -> str:
+    """``moment`` as SQLite holds it (SQLAlchemy's own DATETIME form, so both read each other's
+    rows)."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+
+
 def utc_now() -> datetime:
     """The current time as an aware UTC datetime."""
     return datetime.now(UTC)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import sqlite3
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
@@ -24,8 +25,16 @@ from sqlalchemy import Connection, func, select
 from app import stream_position
 from app.observe.local import LocalHistogram
 from app.observe.metrics import SWITCH, WATCH_LAG_SECONDS
+from app.store.engine import sqlite_connection
 from app.store.errors import OutOfRange, Unavailable
-from app.store.tables import COMPACTED_REVISION, EventLogEntry, StoredObject, StoreMeta, core_table
+from app.store.tables import (
+    COMPACTED_REVISION,
+    EventLogEntry,
+    StoredObject,
+    StoreMeta,
+    core_table,
+    sqlite_time,
+)
 
 if TYPE_CHECKING:
     from app.store.database import Database
@@ -100,6 +109,9 @@ def read_events(
 
     ``scanned`` is the revision up to which the log has been read, even where no event matched.
     """
+    raw = sqlite_connection(conn)
+    if raw is not None:
+        return _sqlite_read_events(raw, after, kinds, limit)
     # The head is read first: writers are serialised, so every revision up to it is committed.
     head = head_revision(conn)
     query = (
@@ -118,6 +130,36 @@ def read_events(
     compacted = compacted_revision(conn)
     scanned = events[-1].revision if len(events) == limit else head
     return events, scanned, compacted
+
+
+# read_events on SQLite through the driver itself: the reconciler and every watch read the log
+# as it grows, and SQLAlchemy's rows (its timestamp parsing most) cost 2.5 times these.
+# head_revision as one statement (also for the inline SQLite reader).
+SQLITE_HEAD = (
+    "SELECT max(coalesce((SELECT max(revision) FROM event_log), 0), "
+    "coalesce((SELECT value FROM store_meta WHERE name = ?), 0))"
+)
+_SQLITE_EVENTS = (
+    'SELECT revision, kind, "key", type, data, "at" FROM event_log '
+    "WHERE revision > ? AND revision <= ?{kinds} ORDER BY revision LIMIT ?"
+)
+_SQLITE_COMPACTED = "SELECT value FROM store_meta WHERE name = ?"
+_EVENT_TYPES = {member.value: member for member in EventType}
+
+
+def _sqlite_read_events(
+    conn: sqlite3.Connection, after: int, kinds: tuple[str, ...] | None, limit: int
+) -> tuple[list[Event], int, int]:
+    (head,) = conn.execute(SQLITE_HEAD, (COMPACTED_REVISION,)).fetchone()
+    chosen = "" if kinds is None else f" AND kind IN ({', '.join('?' * len(kinds))})"
+    rows = conn.execute(_SQLITE_EVENTS.format(kinds=chosen), (after, head, *(kinds or ()), limit))
+    events = [
+        Event(revision, kind, key, _EVENT_TYPES[type_], data, sqlite_time(at))
+        for revision, kind, key, type_, data, at in rows
+    ]
+    compacted = conn.execute(_SQLITE_COMPACTED, (COMPACTED_REVISION,)).fetchone()
+    scanned = events[-1].revision if len(events) == limit else head
+    return events, scanned, 0 if compacted is None else compacted[0]
 
 
 def objects_at(conn: Connection, kind: str, revision: int) -> list[bytes]:

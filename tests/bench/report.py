@@ -22,6 +22,7 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "(b) with metrics / without": ("b_read", "b_read_no_metrics"),
         "(a) 1,000 tokens / one token": ("a_tokens", "a_version"),
         "(b) cold / warm": ("b_read_cold", "b_read"),
+        "(c)/(c) floor": ("c_create", "c_floor"),
     }
     run["ratios"] = {
         name: rps[top] / rps[bottom]

@@ -184,9 +184,16 @@ def portico(
 
 
 @contextlib.contextmanager
-def uvicorn_app(processes: Processes, workers: int, app: str, body: bytes) -> Iterator[str]:
+def uvicorn_app(
+    processes: Processes,
+    workers: int,
+    app: str,
+    body: bytes,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[str]:
     """A yardstick ASGI ``app`` answering ``body``, under uvicorn with Portico's settings that
-    matter here (uvloop, httptools, no access log, no server header); its base URL."""
+    matter here (uvloop, httptools, no access log, no server header), with ``env`` added to its
+    environment; its base URL."""
     port = free_port()
     with tempfile.NamedTemporaryFile() as body_file:
         body_file.write(body)
@@ -196,7 +203,7 @@ def uvicorn_app(processes: Processes, workers: int, app: str, body: bytes) -> It
              "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
              "--log-level", "warning"],
             cpus="0" if workers == 1 else "",
-            env={**os.environ, "BENCH_BODY_FILE": body_file.name},
+            env={**os.environ, "BENCH_BODY_FILE": body_file.name, **(env or {})},
         )  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}"

@@ -1,0 +1,47 @@
+"""The benchmark's floor of (c) does what a create must: every row of one, durable before the
+reply, and a refused create leaves nothing behind while the others of its turn commit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.bench import baseline
+from tests.harness import run
+
+
+@pytest.fixture
+def floor_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(baseline, "_turns", None)
+    return tmp_path
+
+
+def test_the_create_floor_stores_each_create_and_refuses_a_taken_name_alone(floor_dir: Path):
+    async def create(names: list[str]) -> list[int]:
+        transport = httpx.ASGITransport(app=baseline.create)
+        async with httpx.AsyncClient(transport=transport, base_url="http://floor") as client:
+            replies = await asyncio.gather(
+                *(client.post("/api/v1/cluster", content=json.dumps({"name": n})) for n in names)
+            )
+        return [reply.status_code for reply in replies]
+
+    assert run(create(["one", "two"])) == [200, 200]
+    assert run(create(["three", "one"])) == [200, 409]  # in one turn: one commits, one undone
+
+    db = sqlite3.connect(floor_dir / "floor.db")
+    objects = db.execute('SELECT kind, "key" FROM stored_object ORDER BY revision').fetchall()
+    events = db.execute('SELECT kind, "key" FROM event_log ORDER BY revision').fetchall()
+    expected = [
+        (kind, name)
+        for name in ("one", "two", "three")
+        for kind in ("kaas.cluster", "kaas.cluster_spec")
+    ]
+    assert objects == events == expected
+    reserved = db.execute("SELECT value FROM store_meta WHERE name = ?", (baseline._RESERVED,))
+    assert reserved.fetchone() == (3 * 8,)

@@ -111,11 +111,10 @@ class GatewayContext(grpc.aio.ServicerContext):
         if code is grpc.StatusCode.OK:
             raise ValueError("abort() needs a non-OK status code")
         self.trailing_metadata_sent = tuple(trailing_metadata) or self.trailing_metadata_sent
-        error = RpcAborted(code, details)
         status = _status_from_metadata(code, details, self.trailing_metadata_sent)
         if status is not None:
-            error = RpcAborted(code, status.message, status.details)
-        raise error
+            raise RpcAborted(code, status.message, status.details)
+        raise RpcAborted(code, details)
 
     async def abort_with_status(self, status: grpc.Status) -> NoReturn:
         """``abort`` with a ``grpc.Status``, e.g. from ``grpc_status.rpc_status.to_status``."""

@@ -123,6 +123,14 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q))] if values else math.nan
 
 
+def host_loop_seconds() -> float:
+    """How long a fixed pure-Python loop takes here now: this host's speed drifts by tens of
+    percent from one hour to the next, and a run's numbers mean little without it."""
+    started = time.perf_counter()
+    sum(i * i for i in range(10**7))
+    return time.perf_counter() - started
+
+
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
     model = ""

@@ -128,12 +128,19 @@ def _errors(r: dict[str, Any]) -> str:
 
 def section(results: dict[str, Any], labels: dict[str, str], describe: dict[str, Any]) -> str:
     machine = results["machine"]
+    speed = ""
+    if "host_loop_seconds" in results:
+        before, after = results["host_loop_seconds"]
+        speed = (
+            f"; the host's speed, as a fixed Python loop's time: {before:.2f} s before the run, "
+            f"{after:.2f} s after"
+        )
     return (
         f"Run {results['when']} on {machine['cpus']} CPUs ({machine['processor']}), Linux "
         f"{machine['kernel']}, Python {machine['python']}; {results['seconds']} s per case after "
         f"a 1 s warm-up (the rows of a target ratio in turns of {TURN_SECONDS} s), "
         f"{results['connections']} connections; the whole run took "
-        f"{results['duration_seconds']:.0f} s.\n\n{table(results, labels, describe)}\n"
+        f"{results['duration_seconds']:.0f} s{speed}.\n\n{table(results, labels, describe)}\n"
     )
 
 

@@ -41,7 +41,7 @@ from tests.bench.cases import (
     sse,
     version,
 )
-from tests.bench.procs import Processes, machine, stopped_on_signals
+from tests.bench.procs import Processes, host_loop_seconds, machine, stopped_on_signals
 from tests.bench.servers import Server, portico
 from tests.bench.wrk import CONNECTIONS
 
@@ -177,9 +177,11 @@ def main() -> None:
         "connections": CONNECTIONS,
         "runs": {},
     }
+    loop_before = host_loop_seconds()
     with stopped_on_signals(processes):
         for workers in [int(w) for w in args.workers.split(",")]:
             results["runs"][workers] = run_for_workers(processes, workers, args.seconds, cases)
+    results["host_loop_seconds"] = [loop_before, host_loop_seconds()]
     results["duration_seconds"] = time.monotonic() - started
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(report.table(results, LABELS, DESCRIBE))

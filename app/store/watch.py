@@ -132,13 +132,13 @@ def read_events(
     return events, scanned, compacted
 
 
-# read_events on SQLite through the driver itself: the reconciler and every watch read the log
-# as it grows, and SQLAlchemy's rows (its timestamp parsing most) cost 2.5 times these.
 # head_revision as one statement (also for the inline SQLite reader).
 SQLITE_HEAD = (
     "SELECT max(coalesce((SELECT max(revision) FROM event_log), 0), "
     "coalesce((SELECT value FROM store_meta WHERE name = ?), 0))"
 )
+# read_events on SQLite through the driver itself: the reconciler and every watch read the log
+# as it grows, and SQLAlchemy's rows (its timestamp parsing most) cost 2.5 times these.
 _SQLITE_EVENTS = (
     'SELECT revision, kind, "key", type, data, "at" FROM event_log '
     "WHERE revision > ? AND revision <= ?{kinds} ORDER BY revision LIMIT ?"

@@ -153,7 +153,7 @@ async def create(scope: dict, receive: Any, send: Any) -> None:
         # Each create may fail alone (a name taken) and the turn's others still commit.
         conn.execute("SAVEPOINT create_one")
         for kind, data in (("kaas.cluster", status), ("kaas.cluster_spec", body)):
-            revision = conn.execute(_EVENT, (kind, name, "ADDED", data, now)).lastrowid
+            revision = conn.execute(_EVENT, (kind, name, "created", data, now)).lastrowid
             if conn.execute(_OBJECT, (kind, name, data, revision, now, now)).rowcount == 0:
                 conn.execute("ROLLBACK TO create_one")
                 conn.execute("RELEASE create_one")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
 DEFAULT_BUSY_TIMEOUT = 5.0
+_WAL_RETRY_SECONDS = 0.01
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -40,11 +42,27 @@ def configure_sqlite_connection(dbapi_connection: sqlite3.Connection, busy_timeo
     """Apply the pragmas every store connection to SQLite needs."""
     # The store issues BEGIN/COMMIT itself (BEGIN IMMEDIATE for writes), so the driver must not.
     dbapi_connection.isolation_level = None
-    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(dbapi_connection)
     dbapi_connection.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
     dbapi_connection.execute("PRAGMA foreign_keys=ON")
     # FULL fsyncs the WAL on every commit: an acknowledged write survives a power cut.
     dbapi_connection.execute("PRAGMA synchronous=FULL")
+
+
+def _switch_to_wal(dbapi_connection: sqlite3.Connection) -> None:
+    # Workers starting together on a new database: while one holds its first write transaction
+    # and the file is not in WAL mode yet, SQLite refuses another's switch at once, with no
+    # busy wait (it could deadlock); that worker died with "database is locked". Ask again
+    # until the writer is done, as long as a busy wait would have waited.
+    deadline = time.monotonic() + DEFAULT_BUSY_TIMEOUT
+    while True:
+        try:
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(_WAL_RETRY_SECONDS)
 
 
 def open_sqlite_connection(engine: Engine, busy_timeout: float) -> sqlite3.Connection:

@@ -60,7 +60,9 @@ def _switch_to_wal(dbapi_connection: sqlite3.Connection) -> None:
             dbapi_connection.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+            # The primary code: busy, and any of its extended kinds (recovery, snapshot).
+            busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
                 raise
         time.sleep(_WAL_RETRY_SECONDS)
 

@@ -25,13 +25,13 @@ from sqlalchemy import Connection, func, select
 from app import stream_position
 from app.observe.local import LocalHistogram
 from app.observe.metrics import SWITCH, WATCH_LAG_SECONDS
+from app.store.counters import read_counter
 from app.store.engine import sqlite_connection
 from app.store.errors import OutOfRange, Unavailable
 from app.store.tables import (
     COMPACTED_REVISION,
     EventLogEntry,
     StoredObject,
-    StoreMeta,
     core_table,
     sqlite_time,
 )
@@ -45,7 +45,6 @@ RECENT_EVENTS = 4096
 _log = core_table(EventLogEntry)
 # Observed for every event each watcher gets: a thousand subscribers make it a hot path.
 _WATCH_LAG = LocalHistogram(WATCH_LAG_SECONDS)
-_meta = core_table(StoreMeta)
 _objects = core_table(StoredObject)
 
 
@@ -92,8 +91,7 @@ class Commit:
 
 def compacted_revision(conn: Connection) -> int:
     """The newest revision removed from the log by compaction (0 if never compacted)."""
-    value = conn.execute(select(_meta.c.value).where(_meta.c.name == COMPACTED_REVISION)).scalar()
-    return int(value or 0)
+    return read_counter(conn, COMPACTED_REVISION) or 0
 
 
 def head_revision(conn: Connection) -> int:
@@ -111,21 +109,23 @@ def read_events(
     """
     raw = sqlite_connection(conn)
     if raw is not None:
-        return _sqlite_read_events(raw, after, kinds, limit)
-    # The head is read first: writers are serialised, so every revision up to it is committed.
-    head = head_revision(conn)
-    query = (
-        select(_log.c.revision, _log.c.kind, _log.c.key, _log.c.type, _log.c.data, _log.c.at)
-        .where(_log.c.revision > after, _log.c.revision <= head)
-        .order_by(_log.c.revision)
-        .limit(limit)
-    )
-    if kinds is not None:
-        query = query.where(_log.c.kind.in_(kinds))
-    events = [
-        Event(row.revision, row.kind, row.key, EventType(row.type), row.data, row.at)
-        for row in conn.execute(query)
-    ]
+        head, events = _sqlite_events(raw, after, kinds, limit)
+    else:
+        # The head is read first: writers are serialised, so every revision up to it is
+        # committed.
+        head = head_revision(conn)
+        query = (
+            select(_log.c.revision, _log.c.kind, _log.c.key, _log.c.type, _log.c.data, _log.c.at)
+            .where(_log.c.revision > after, _log.c.revision <= head)
+            .order_by(_log.c.revision)
+            .limit(limit)
+        )
+        if kinds is not None:
+            query = query.where(_log.c.kind.in_(kinds))
+        events = [
+            Event(row.revision, row.kind, row.key, EventType(row.type), row.data, row.at)
+            for row in conn.execute(query)
+        ]
     # Read after the events: a compaction that raced the read shows up here, never as a gap.
     compacted = compacted_revision(conn)
     scanned = events[-1].revision if len(events) == limit else head
@@ -143,13 +143,13 @@ _SQLITE_EVENTS = (
     'SELECT revision, kind, "key", type, data, "at" FROM event_log '
     "WHERE revision > ? AND revision <= ?{kinds} ORDER BY revision LIMIT ?"
 )
-_SQLITE_COMPACTED = "SELECT value FROM store_meta WHERE name = ?"
 _EVENT_TYPES = {member.value: member for member in EventType}
 
 
-def _sqlite_read_events(
+def _sqlite_events(
     conn: sqlite3.Connection, after: int, kinds: tuple[str, ...] | None, limit: int
-) -> tuple[list[Event], int, int]:
+) -> tuple[int, list[Event]]:
+    """The head, then the events after ``after`` up to it (as read_events reads them)."""
     (head,) = conn.execute(SQLITE_HEAD, (COMPACTED_REVISION,)).fetchone()
     chosen = "" if kinds is None else f" AND kind IN ({', '.join('?' * len(kinds))})"
     rows = conn.execute(_SQLITE_EVENTS.format(kinds=chosen), (after, head, *(kinds or ()), limit))
@@ -157,9 +157,7 @@ def _sqlite_read_events(
         Event(revision, kind, key, _EVENT_TYPES[type_], data, sqlite_time(at))
         for revision, kind, key, type_, data, at in rows
     ]
-    compacted = conn.execute(_SQLITE_COMPACTED, (COMPACTED_REVISION,)).fetchone()
-    scanned = events[-1].revision if len(events) == limit else head
-    return events, scanned, 0 if compacted is None else compacted[0]
+    return head, events
 
 
 def objects_at(conn: Connection, kind: str, revision: int) -> list[bytes]:

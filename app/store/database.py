@@ -136,6 +136,13 @@ class Database:
         has not yet been told (it is about to tell watchers what it wrote)."""
         return self._group.writing > 0
 
+    @property
+    def callers_waiting(self) -> bool:
+        """Whether a caller's write (not background work's) waits for its turn: work on the
+        event loop that background work should give way to, though the loop may look idle
+        meanwhile (the turn ahead may be a commit on a thread)."""
+        return self._group.callers_waiting()
+
     def joined(self) -> TransactionRunner | None:
         """The ambient transaction this task's store calls join, if one is open."""
         runner = _joined.get()

@@ -98,6 +98,10 @@ class GroupCommit:
     def _written(self) -> None:
         self.writing -= 1
 
+    def callers_waiting(self) -> bool:
+        """Whether a caller's write is queued for a turn (behind a turn or a commit)."""
+        return self._lock.callers_waiting()
+
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[TransactionRunner]:
         await self._acquire()

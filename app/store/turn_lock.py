@@ -39,6 +39,10 @@ class TurnLock:
     def locked(self) -> bool:
         return self._held
 
+    def callers_waiting(self) -> bool:
+        """Whether a caller's write (not background work's) is queued for a turn."""
+        return any(not waiter.done() for waiter in self._callers)
+
     async def acquire(self) -> None:
         if not self._held and not self._callers and not self._background:
             self._held = True

@@ -119,3 +119,33 @@ def test_a_callers_write_does_not_queue_behind_background_writes(with_store):
         assert order == ["caller", *sorted(background)]
 
     with_store(body)
+
+
+def test_the_store_says_when_a_callers_write_waits_for_its_turn(with_store):
+    """What background work gives way to: a caller's write queued, not background work's."""
+
+    async def body(store: ObjectStore) -> None:
+        holding = asyncio.Event()
+        done = asyncio.Event()
+
+        async def hold() -> None:
+            async with store.transaction():
+                holding.set()
+                await done.wait()
+
+        async def write(name: str) -> None:
+            async with store.transaction() as tx:
+                await tx.create("Cluster", name, b"")
+
+        holder = asyncio.create_task(hold())
+        await holding.wait()
+        assert not store.database.callers_waiting  # one writing, nobody queued
+        [background] = await _queued(write, ["reconciler"], {"reconciler"})
+        assert not store.database.callers_waiting
+        [caller] = await _queued(write, ["caller"], set())
+        assert store.database.callers_waiting
+        done.set()
+        await asyncio.gather(holder, background, caller)
+        assert not store.database.callers_waiting
+
+    with_store(body)

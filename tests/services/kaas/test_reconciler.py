@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -286,3 +288,43 @@ def test_a_log_compacted_past_the_last_pass_makes_the_next_read_the_store_again(
         assert len(state.machines) == 4
 
     _with_store(tmp_path, scenario)
+
+
+class _PlanningClock:
+    """The planner's ``time.monotonic``: it moves only while planning steps run, as when the
+    callers between two slices are all queued behind a commit on a thread."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("callers_waiting", [True, False])
+def test_planning_rests_while_callers_writes_wait_for_their_turn(monkeypatch, callers_waiting):
+    clock = _PlanningClock()
+    rests: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        if seconds:
+            rests.append(seconds)
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(reconciler_module, "time", clock)
+    monkeypatch.setattr(reconciler_module, "asyncio", SimpleNamespace(sleep=sleep))
+
+    def steps() -> Iterator[int]:
+        for step in range(20):
+            clock.now += 0.001  # a millisecond of planning
+            yield step
+
+    planned = run(reconciler_module._in_slices(steps(), lambda: callers_waiting))
+    assert planned == list(range(20))
+    if callers_waiting:
+        # Callers' writes queued: planning takes at most its share of the loop, though the
+        # callers' turns between slices took no time.
+        planning = clock.now
+        assert planning / (planning + sum(rests)) <= reconciler_module.BUSY_SHARE + 1e-9
+    else:
+        assert rests == []  # an idle server plans flat out

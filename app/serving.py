@@ -37,14 +37,8 @@ log = logging.getLogger("portico")
 YOUNG_COLLECTION_THRESHOLD = 10_000
 
 
-async def run(settings: Settings) -> None:
-    """Serve REST/JSON and gRPC until SIGINT/SIGTERM, then stop both gracefully."""
-    try:
-        tracing.configure_from_environment()
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
-    portico = Portico(settings)
-    await portico.start()
+def settle_heap() -> None:
+    """Tune the garbage collector for serving, once the server is built."""
     # Everything built so far lives as long as the server: keep it out of the collector's way,
     # so full collections stay short instead of pausing every request behind them.
     gc.collect()
@@ -55,6 +49,17 @@ async def run(settings: Settings) -> None:
     # CPU, with full collections of 20-40 ms). A young collection now waits until 10,000 more
     # objects live than died, which work in progress rarely keeps for long.
     gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
+
+
+async def run(settings: Settings) -> None:
+    """Serve REST/JSON and gRPC until SIGINT/SIGTERM, then stop both gracefully."""
+    try:
+        tracing.configure_from_environment()
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    portico = Portico(settings)
+    await portico.start()
+    settle_heap()
     if portico.http_app is None:
         raise RuntimeError("start() did not build the HTTP app")
     http_server = stopped_by_signals(settings, portico.http_app, portico.begin_shutdown)

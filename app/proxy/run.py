@@ -12,7 +12,13 @@ from app.config import ConfigurationError, Settings
 from app.listeners import http_socket
 from app.observe.logs import configure_logging
 from app.proxy.server import Proxy, check_proxy_settings
-from app.serving import base_url, run_event_loop, serve_metrics_apart, stopped_by_signals
+from app.serving import (
+    base_url,
+    run_event_loop,
+    serve_metrics_apart,
+    settle_heap,
+    stopped_by_signals,
+)
 
 log = logging.getLogger("portico.proxy")
 
@@ -22,6 +28,7 @@ async def run(settings: Settings) -> None:
     descriptors."""
     proxy = Proxy(settings)
     await proxy.start()
+    settle_heap()
     http_server = stopped_by_signals(settings, proxy.app, proxy.begin_shutdown)
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, proxy.request_reload)
     try:

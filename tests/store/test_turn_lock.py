@@ -93,6 +93,20 @@ def test_a_waiter_that_gives_up_does_not_stall_the_queue(when):
     run(main())
 
 
+async def _holding_the_write_lock(store: ObjectStore, done: asyncio.Event) -> asyncio.Task[None]:
+    """A task in a write transaction until ``done`` is set; returns once it holds the lock."""
+    holding = asyncio.Event()
+
+    async def hold() -> None:
+        async with store.transaction():
+            holding.set()
+            await done.wait()
+
+    holder = asyncio.create_task(hold())
+    await holding.wait()
+    return holder
+
+
 def test_a_callers_write_does_not_queue_behind_background_writes(with_store):
     async def body(store: ObjectStore) -> None:
         order: list[str] = []
@@ -102,16 +116,8 @@ def test_a_callers_write_does_not_queue_behind_background_writes(with_store):
                 order.append(name)
                 await tx.create("Cluster", name, b"")
 
-        holding = asyncio.Event()
         done = asyncio.Event()
-
-        async def hold() -> None:
-            async with store.transaction():
-                holding.set()
-                await done.wait()
-
-        holder = asyncio.create_task(hold())
-        await holding.wait()
+        holder = await _holding_the_write_lock(store, done)
         background = {f"reconciler-{i}" for i in range(5)}
         tasks = await _queued(write, [*sorted(background), "caller"], background)
         done.set()
@@ -125,20 +131,12 @@ def test_the_store_says_when_a_callers_write_waits_for_its_turn(with_store):
     """What background work gives way to: a caller's write queued, not background work's."""
 
     async def body(store: ObjectStore) -> None:
-        holding = asyncio.Event()
-        done = asyncio.Event()
-
-        async def hold() -> None:
-            async with store.transaction():
-                holding.set()
-                await done.wait()
-
         async def write(name: str) -> None:
             async with store.transaction() as tx:
                 await tx.create("Cluster", name, b"")
 
-        holder = asyncio.create_task(hold())
-        await holding.wait()
+        done = asyncio.Event()
+        holder = await _holding_the_write_lock(store, done)
         assert not store.database.callers_waiting  # one writing, nobody queued
         [background] = await _queued(write, ["reconciler"], {"reconciler"})
         assert not store.database.callers_waiting

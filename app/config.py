@@ -9,6 +9,7 @@ what it may be.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -195,6 +196,50 @@ class Settings:
 def variable(name: str) -> str:
     """The environment variable of the setting ``name``."""
     return f"PORTICO_{name.upper()}"
+
+
+# PORTICO_* variables that are no setting of serve or proxy but are read by other parts: an
+# image build's (app/services/kaas/build.py), the client commands', the node agent's and the
+# test suite's.
+OTHER_VARIABLES = frozenset(
+    {
+        "PORTICO_BUILD_DATE",
+        "PORTICO_GIT_COMMIT",
+        "PORTICO_GIT_TREE_STATE",
+        "PORTICO_LOGIN_FILE",
+        "PORTICO_TOKEN",
+        "PORTICO_NODE_SERVER",
+        "PORTICO_NODE_USERNAME",
+        "PORTICO_NODE_PASSWORD",
+        "PORTICO_NODE_CERT_DIR",
+        "PORTICO_NODE_TLS_CA",
+        "PORTICO_NODE_TLS_CERT",
+        "PORTICO_NODE_TLS_KEY",
+        "PORTICO_TEST_DATABASE_URL",
+        "PORTICO_SHARED_DIR",
+        "PORTICO_SCREENSHOTS",
+    }
+)
+
+
+def unread_variables(environ: Mapping[str, str]) -> list[str]:
+    """A warning for each ``PORTICO_*`` variable that nothing reads, most likely a setting
+    misspelt (``PORTICO_HTTP_PROT``), which would otherwise leave its setting at the default
+    without a word; the setting it is closest to is named."""
+    settings = {f.name.upper() for f in fields(Settings)}
+    warnings = []
+    for name in sorted(environ):
+        if (
+            not name.startswith("PORTICO_")
+            or name.removeprefix("PORTICO_") in settings
+            or name in OTHER_VARIABLES
+        ):
+            continue
+        # Compared without the prefix they all share, which would make anything look close.
+        close = difflib.get_close_matches(name.removeprefix("PORTICO_"), settings, 1, 0.8)
+        hint = f" (did you mean PORTICO_{close[0]}?)" if close else ""
+        warnings.append(f"{name} is not a setting and is ignored{hint}")
+    return warnings
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 
 from app import __version__
-from app.config import ConfigurationError, Settings
+from app.config import ConfigurationError, Settings, unread_variables
 from app.gateway.connections import http_protocol
 from app.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
 from app.main import Portico
@@ -211,9 +211,16 @@ def _multiprocess_metrics(settings: Settings) -> str | None:
     return str(folder)
 
 
+def warn_unread_variables() -> None:
+    """Say which ``PORTICO_*`` variables nothing reads (see :func:`config.unread_variables`)."""
+    for warning in unread_variables(os.environ):
+        log.warning("%s", warning)
+
+
 def serve(settings: Settings) -> None:
     """Entry point of ``portico serve``."""
     configure_logging(settings.log_format)
+    warn_unread_variables()
     try:
         check_tls_files(settings)
         with claimed_ports(settings):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import re
 from pathlib import Path
 
 import pytest
 
 from app.__main__ import _parser, settings_from
-from app.config import Settings
+from app.config import OTHER_VARIABLES, Settings, unread_variables, variable
+from app.serving import warn_unread_variables
 
 
 def test_defaults_serve_on_a_fresh_machine():
@@ -50,3 +54,48 @@ def test_image_retention_is_read_and_checked():
     assert settings.image_retention_seconds == 90.0
     with pytest.raises(ValueError, match="PORTICO_IMAGE_RETENTION_SECONDS"):
         Settings.from_env({"PORTICO_IMAGE_RETENTION_SECONDS": "-1"})
+
+
+def test_a_misspelt_variable_is_named_with_the_setting_it_is_closest_to():
+    environ = {
+        "PORTICO_HTTP_PROT": "18080",  # misspelt: the port would stay 8080 without a word
+        "PORTICO_GRPC_PORT": "18443",  # a setting
+        "PORTICO_TOKEN": "t",  # the client commands'
+        "PORTICO_NODE_SERVER": "127.0.0.1:50051",  # the node agent's
+        "PORTICO_TEST_DATABASE_URL": "postgresql://x",  # the test suite's
+        "PORTICO_NOTHING_LIKE_IT": "1",
+        "PATH": "/usr/bin",
+    }
+    assert unread_variables(environ) == [
+        "PORTICO_HTTP_PROT is not a setting and is ignored (did you mean PORTICO_HTTP_PORT?)",
+        "PORTICO_NOTHING_LIKE_IT is not a setting and is ignored",
+    ]
+
+
+def test_serve_and_proxy_say_which_variables_nothing_reads(monkeypatch, caplog):
+    monkeypatch.setenv("PORTICO_WOKERS", "2")
+    with caplog.at_level(logging.WARNING, logger="portico"):
+        warn_unread_variables()
+    assert "PORTICO_WOKERS is not a setting and is ignored (did you mean PORTICO_WORKERS?)" in (
+        caplog.text
+    )
+
+
+def test_every_variable_the_code_names_is_a_setting_or_known_as_read_elsewhere():
+    """What keeps the warning above from naming a variable that something does read."""
+    root = Path(__file__).resolve().parents[1] / "app"
+    named = {
+        found
+        for path in root.rglob("*.py")
+        for found in re.findall(r"\"(PORTICO_[A-Z0-9_]+)\"", path.read_text())
+    }
+    settings = {variable(f.name) for f in dataclasses.fields(Settings)}
+    assert named - settings - OTHER_VARIABLES == set()
+
+
+def test_the_readme_lists_every_setting():
+    """The README says every setting has a variable in its table; PORTICO_DEMO had none."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = {line.split("|")[1] for line in readme.splitlines() if line.startswith("| `PORTICO_")}
+    listed = set(re.findall(r"`(PORTICO_[A-Z0-9_]+)`", "".join(table)))
+    assert {variable(f.name) for f in dataclasses.fields(Settings)} - listed == set()

@@ -18,6 +18,7 @@ from app.serving import (
     serve_metrics_apart,
     settle_heap,
     stopped_by_signals,
+    warn_unread_variables,
 )
 
 log = logging.getLogger("portico.proxy")
@@ -50,6 +51,7 @@ async def run(settings: Settings) -> None:
 def proxy(settings: Settings) -> None:
     """Entry point of ``portico proxy``."""
     configure_logging(settings.log_format)
+    warn_unread_variables()
     try:
         check_proxy_settings(settings)
         serve_metrics_apart(settings)

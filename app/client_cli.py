@@ -13,7 +13,7 @@ import getpass
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,26 @@ from app.client_calls import (
 )
 from app.gateway.registry import Method, Registry
 
-DEFAULTS = {"transport": "grpc", "grpc": "127.0.0.1:50051", "rest": "http://127.0.0.1:8080"}
 LOGIN = "services.auth.AuthService/Login"
+
+
+def defaults(environ: Mapping[str, str]) -> dict[str, str]:
+    """The server's addresses when neither a flag nor the login names them: this machine, on
+    the ports ``portico serve`` takes from ``PORTICO_GRPC_PORT`` and ``PORTICO_HTTP_PORT``
+    where this shell sets them (the quick start's server on other ports is found too)."""
+    grpc_port = _port(environ.get("PORTICO_GRPC_PORT"), 50051)
+    http_port = _port(environ.get("PORTICO_HTTP_PORT"), 8080)
+    return {
+        "transport": "grpc",
+        "grpc": f"127.0.0.1:{grpc_port}",
+        "rest": f"http://127.0.0.1:{http_port}",
+    }
+
+
+def _port(text: str | None, default: int) -> int:
+    # 0 (a free port, picked by the server) and what serve would refuse name no port to use.
+    port = int(text) if text is not None and text.strip().isdigit() else 0
+    return port if 0 < port < 65536 else default
 
 
 def login_file() -> Path:
@@ -43,7 +61,12 @@ def login_file() -> Path:
 
 def add_client_commands(commands: Any) -> None:
     """Add ``login`` and ``call`` to the ``portico`` sub-commands."""
-    login = commands.add_parser("login", help="log in to a running server and keep the token")
+    login = commands.add_parser(
+        "login",
+        help="log in to a running server and keep the token",
+        description="Log in to a running server (AuthService.Login) and keep the token, with "
+        "the server's addresses, for `portico call`.",
+    )
     login.add_argument("--username", "-u", required=True)
     login.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     _server_options(login)
@@ -76,10 +99,14 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
         "--transport", choices=("grpc", "rest"), help="default: the login's, else grpc"
     )
     parser.add_argument(
-        "--grpc", help=f"gRPC address host:port (default: the login's, else {DEFAULTS['grpc']})"
+        "--grpc",
+        help="gRPC address host:port (default: the login's, else 127.0.0.1 on "
+        "$PORTICO_GRPC_PORT, else 127.0.0.1:50051)",
     )
     parser.add_argument(
-        "--rest", help=f"REST base URL (default: the login's, else {DEFAULTS['rest']})"
+        "--rest",
+        help="REST base URL (default: the login's, else http://127.0.0.1 on $PORTICO_HTTP_PORT, "
+        "else http://127.0.0.1:8080)",
     )
     parser.add_argument(
         "--cacert", help="PEM CA of the server's TLS certificate: gRPC uses TLS, https trusts it"
@@ -155,7 +182,8 @@ def _saved() -> dict[str, str]:
 def _server(args: argparse.Namespace, saved: dict[str, str]) -> dict[str, str]:
     """The transport and addresses: flags, else the login's, else the defaults."""
     server = {
-        key: getattr(args, key) or saved.get(key) or default for key, default in DEFAULTS.items()
+        key: getattr(args, key) or saved.get(key) or default
+        for key, default in defaults(os.environ).items()
     }
     server["cacert"] = args.cacert or saved.get("cacert", "")
     if server["cacert"]:

@@ -160,3 +160,31 @@ def test_a_follow_stream_prints_each_reply_as_it_arrives(
                 await process.wait()
 
     run(check())
+
+
+def test_without_flags_or_a_login_the_client_finds_the_server_on_the_ports_the_shell_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quick start's server on other ports (PORTICO_GRPC_PORT / PORTICO_HTTP_PORT exported
+    for `portico serve`) is where `portico login` goes, not 127.0.0.1:50051."""
+    monkeypatch.setenv("PORTICO_LOGIN_FILE", str(tmp_path / "login.json"))
+    monkeypatch.delenv("PORTICO_TOKEN", raising=False)
+
+    async def check() -> None:
+        async with (
+            running(tmp_path / "data") as served,
+            uvicorn_serving(served.portico.http_app) as rest,
+        ):
+            monkeypatch.setenv("PORTICO_GRPC_PORT", str(served.portico.grpc_port))
+            monkeypatch.setenv("PORTICO_HTTP_PORT", rest.rsplit(":", 1)[1])
+            status, _, err = await portico(
+                "login", "-u", "admin", "--password-stdin", stdin=ADMIN_PASSWORD + "\n"
+            )
+            assert status == 0, err
+            status, out, err = await portico(
+                "call", "--transport", "rest", "cnct.kaas.api.Cluster/GetClusterList"
+            )
+            assert status == 0, err
+            assert json.loads(out)["ok"] is True
+
+    run(check())

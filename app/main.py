@@ -7,11 +7,12 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import grpc
+from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp
 
 from app.auth.gate import Gate
@@ -53,7 +54,7 @@ from app.services.kudo.system import scheduler_system
 from app.services.rkt.service import RuntimeService, global_flags
 from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
-from app.store import AlreadyExists, ObjectStore, make_private_folder
+from app.store import AlreadyExists, ObjectStore, Unavailable, make_private_folder
 from app.tls import check_tls_files, grpc_credentials
 
 log = logging.getLogger("portico")
@@ -262,16 +263,32 @@ async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectSto
         load_secret(settings.jwt_secret, settings.data_dir),
         ttl_seconds=settings.token_ttl_seconds,
     )
-    store = await asyncio.to_thread(
-        ObjectStore.open, settings.effective_database_url, **store_options
-    )
+    with _database_refusal(settings):
+        store = await asyncio.to_thread(
+            ObjectStore.open, settings.effective_database_url, **store_options
+        )
     try:
         hasher = PasswordHasher(cost=settings.password_hash_cost)
-        await bootstrap_admin(store, hasher, settings.admin_password)
+        with _database_refusal(settings):
+            await bootstrap_admin(store, hasher, settings.admin_password)
     except BaseException:
         await store.close()
         raise
     return store, Gate(store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
+
+
+@contextlib.contextmanager
+def _database_refusal(settings: Settings) -> Iterator[None]:
+    """A database that cannot be used at start (not running, a wrong password or name, a
+    folder it cannot write) stops the start with one line naming the setting and what the
+    driver said, not a chain of tracebacks ending in "retry shortly"."""
+    try:
+        yield
+    except Unavailable as exc:
+        variable = "PORTICO_DATABASE_URL" if settings.database_url else "PORTICO_DATA_DIR"
+        url = make_url(settings.effective_database_url).render_as_string(hide_password=True)
+        said = (exc.detail or str(exc)).strip().splitlines()[0][:300]
+        raise ConfigurationError(f"{variable}: cannot use the database {url}: {said}") from exc
 
 
 async def store_answers(store: ObjectStore) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 from typing import Any
@@ -105,6 +106,24 @@ def test_the_real_command_prints_one_line_and_fails(tmp_path):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"portico: {variable}: ")
     assert not any(tmp_path.iterdir())  # nothing was started or created
+
+
+def test_a_database_that_cannot_be_reached_stops_serve_with_one_line(tmp_path):
+    """A well-formed PostgreSQL URL where nothing answers: 157 lines of chained tracebacks
+    ending in "database unavailable; retry shortly" before; now the setting, the URL without
+    its password, and what the driver said."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql://portico:secret-password@127.0.0.1:{port}/portico"
+    result = _refused_serve({"PORTICO_DATABASE_URL": url, "PORTICO_DATA_DIR": str(tmp_path)})
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(
+        f"portico: PORTICO_DATABASE_URL: cannot use the database "
+        f"postgresql://portico:***@127.0.0.1:{port}/portico: "
+    )
+    assert "refused" in lines[0].lower() and "secret-password" not in result.stderr
 
 
 @pytest.mark.parametrize("workers", [1, 2])

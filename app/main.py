@@ -271,6 +271,7 @@ async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectSto
         hasher = PasswordHasher(cost=settings.password_hash_cost)
         with _database_refusal(settings):
             await bootstrap_admin(store, hasher, settings.admin_password)
+            await note_signing_secret(store, issuer)
     except BaseException:
         await store.close()
         raise
@@ -289,6 +290,29 @@ def _database_refusal(settings: Settings) -> Iterator[None]:
         url = make_url(settings.effective_database_url).render_as_string(hide_password=True)
         said = (exc.detail or str(exc)).strip().splitlines()[0][:300]
         raise ConfigurationError(f"{variable}: cannot use the database {url}: {said}") from exc
+
+
+# The store's note of the secret the last process started on it signs tokens with.
+SIGNING_SECRET = "signing_secret_fingerprint"
+
+
+async def note_signing_secret(store: ObjectStore, issuer: TokenIssuer) -> None:
+    """Say at start when the process started on this store before signed with another secret:
+    replicas on one PostgreSQL refuse each other's tokens unless they share PORTICO_JWT_SECRET
+    (one without it generates its own, in its own data folder), and nothing else tells."""
+    mine = issuer.fingerprint()
+    async with store.transaction() as tx:
+        known = await tx.counter(SIGNING_SECRET)
+        if known is None:
+            await tx.set_counter(SIGNING_SECRET, mine)
+        elif known != mine:
+            await tx.add_to_counter(SIGNING_SECRET, mine - known)
+    if known is not None and known != mine:
+        log.warning(
+            "PORTICO_JWT_SECRET differs from the secret of the last server started on this "
+            "database: tokens one issues are refused by the other. Give every replica the "
+            "same PORTICO_JWT_SECRET (after changing it on purpose, restart every one)"
+        )
 
 
 async def store_answers(store: ObjectStore) -> bool:

@@ -167,3 +167,26 @@ def test_an_ignored_admin_password_is_said_at_start(tmp_path, caplog):
     assert len(said) == 1
     assert "ignored" in said[0]
     assert "portico users set-password admin" in said[0]
+
+
+def test_a_server_signing_with_another_secret_than_the_last_on_its_database_says_so(
+    tmp_path, caplog
+):
+    """Replicas on one database without a shared PORTICO_JWT_SECRET started silently and then
+    refused each other's tokens (401 "Signature verification failed")."""
+    first, other = "a" * 48, "b" * 48
+
+    async def starts(secrets: list[str]) -> None:
+        for secret in secrets:
+            async with running(tmp_path, jwt_secret=secret):
+                pass
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "PORTICO_JWT_SECRET" in r.getMessage()]
+
+    with caplog.at_level(logging.WARNING, logger="portico"):
+        run(starts([first, first]))
+        assert warnings() == []  # the same secret again: nothing to say
+        run(starts([other]))
+    [said] = warnings()
+    assert "refused by the other" in said and "same PORTICO_JWT_SECRET" in said

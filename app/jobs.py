@@ -18,13 +18,21 @@ log = logging.getLogger("portico")
 Job = Callable[[], Awaitable[None]]
 
 
-async def run_while_leader(store: ObjectStore, jobs: list[Job]) -> None:
-    """Run ``jobs`` whenever this process is the leader; stop them when it is deposed."""
+async def run_while_leader(
+    store: ObjectStore, jobs: list[Job], draining: Callable[[], bool] = lambda: False
+) -> None:
+    """Run ``jobs`` whenever this process is the leader; stop them when it is deposed. Elected
+    while ``draining()`` (on its way out), it steps aside instead: the leader that stopped first
+    handed over to a worker that was stopping too, which started every job only to cancel them
+    milliseconds later, and held the lock another process could have taken."""
     election = LeaderElection(store)
     campaign = asyncio.create_task(election.run())
     try:
         while True:
             await election.wait_elected()
+            if draining():
+                log.info("elected while shutting down: leaving the background work to others")
+                return
             LEADER.set(1)
             log.info("leader: starting %d background job(s)", len(jobs))
             async with asyncio.TaskGroup() as group:

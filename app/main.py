@@ -103,7 +103,9 @@ class Portico:
         self.servicers = servicers
         idempotency = self._idempotency(self.store)
         jobs.append(forget_expired_idempotency_keys(idempotency))
-        self._background = asyncio.create_task(run_while_leader(self.store, jobs))
+        self._background = asyncio.create_task(
+            run_while_leader(self.store, jobs, lambda: self.shutting_down)
+        )
         telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
         if settings.metrics:
             self._replica_work += [

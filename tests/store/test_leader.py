@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from app.jobs import run_while_leader
 from app.store import LeaderElection, ObjectStore
 from tests.harness import eventually
 from tests.store.conftest import run
@@ -130,6 +131,29 @@ def test_killing_the_leader_process_hands_leadership_over(postgres_url, spawn_pe
             leader.kill()
             await asyncio.wait_for(election.wait_elected(), 10)
             assert time.monotonic() - began < 5
+            await stop(task)
+
+    run(body())
+
+
+def test_a_process_elected_while_shutting_down_starts_no_background_work(sqlite_url):
+    """Two workers stopping: the one that outlived the leader won the election and started
+    every job, only to cancel them a few milliseconds later."""
+
+    async def body() -> None:
+        async with ObjectStore.open(sqlite_url) as store:
+            started: list[str] = []
+
+            async def job() -> None:
+                started.append("job")
+                await asyncio.Event().wait()
+
+            await asyncio.wait_for(run_while_leader(store, [job], lambda: True), 5)
+            assert started == []
+            # The lock went with it: another process (here, the next election) leads at once.
+            election = LeaderElection(store)
+            task = await campaign(election)
+            await asyncio.wait_for(election.wait_elected(), 1)
             await stop(task)
 
     run(body())

@@ -169,8 +169,14 @@ def test_the_store_watches_leader_and_simulation_move_their_metrics(tmp_path, mo
             _, head = await server.portico.store.event_log_size()
 
             async def sampled() -> Samples | None:
+                # The log's head as sampled, and a step of the simulation woken since `before`:
+                # one run of the whole suite saw none by the time the head was sampled (cause not
+                # found), so it is waited for; a simulation that never steps still fails here.
                 now = await scrape(server)
-                return now if value(now, "portico_event_log_head_revision") >= head else None
+                lag = delta(before, now, "portico_sim_step_lag_seconds_count")
+                return (
+                    now if value(now, "portico_event_log_head_revision") >= head and lag else None
+                )
 
             return before, await eventually(sampled), head
 

@@ -305,10 +305,8 @@ async def note_signing_secret(store: ObjectStore, issuer: TokenIssuer) -> None:
     mine = issuer.fingerprint()
     async with store.transaction() as tx:
         known = await tx.counter(SIGNING_SECRET)
-        if known is None:
+        if known != mine:
             await tx.set_counter(SIGNING_SECRET, mine)
-        elif known != mine:
-            await tx.add_to_counter(SIGNING_SECRET, mine - known)
     if known is not None and known != mine:
         log.warning(
             "PORTICO_JWT_SECRET differs from the secret of the last server started on this "

@@ -16,7 +16,8 @@ _meta = core_table(StoreMeta)
 
 _SQLITE_READ = "SELECT value FROM store_meta WHERE name = ?"
 _SQLITE_ADD = "UPDATE store_meta SET value = value + ? WHERE name = ? RETURNING value"
-_SQLITE_SET = "INSERT INTO store_meta (name, value) VALUES (?, ?)"
+_SQLITE_UPDATE = "UPDATE store_meta SET value = ? WHERE name = ?"
+_SQLITE_INSERT = "INSERT INTO store_meta (name, value) VALUES (?, ?)"
 # Built once, as the object statements are (records.py).
 _READ = select(_meta.c.value).where(_meta.c.name == bindparam("counter"))
 _ADD = (
@@ -25,7 +26,8 @@ _ADD = (
     .values(value=_meta.c.value + bindparam("delta"))
     .returning(_meta.c.value)
 )
-_SET = insert(_meta)
+_UPDATE = update(_meta).where(_meta.c.name == bindparam("counter")).values(value=bindparam("to"))
+_INSERT = insert(_meta)
 
 
 def read_counter(conn: Connection, name: str) -> int | None:
@@ -50,9 +52,11 @@ def add_to_counter(conn: Connection, name: str, delta: int) -> int | None:
 
 
 def set_counter(conn: Connection, name: str, value: int) -> None:
-    """Start the counter ``name`` (never set before) at ``value``."""
+    """Set the counter ``name`` to ``value``, starting it if it was never set. Writers are
+    serialised, so no other can start it between the update and the insert."""
     raw = sqlite_connection(conn)
     if raw is not None:
-        raw.execute(_SQLITE_SET, (name, value))
-    else:
-        conn.execute(_SET, {"name": name, "value": value})
+        if raw.execute(_SQLITE_UPDATE, (value, name)).rowcount == 0:
+            raw.execute(_SQLITE_INSERT, (name, value))
+    elif conn.execute(_UPDATE, {"counter": name, "to": value}).rowcount == 0:
+        conn.execute(_INSERT, {"name": name, "value": value})

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Protocol, Self
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.engine import URL
 
 from app.observe.timing import instrument
@@ -50,7 +50,6 @@ from app.store.schema import ensure_schema
 from app.store.tables import (
     COMPACTED_REVISION,
     EventLogEntry,
-    StoreMeta,
     core_table,
     utc_now,
 )
@@ -79,7 +78,6 @@ SQLITE_POLL_INTERVAL = 0.01
 POSTGRESQL_POLL_INTERVAL = 0.05
 
 _log = core_table(EventLogEntry)
-_meta = core_table(StoreMeta)
 
 
 def compact_log(conn: Connection, cutoff: datetime) -> int:
@@ -89,12 +87,7 @@ def compact_log(conn: Connection, cutoff: datetime) -> int:
     if newest_old is None or newest_old <= already:
         return already
     conn.execute(delete(_log).where(_log.c.revision <= newest_old))
-    if conn.execute(select(_meta.c.name).where(_meta.c.name == COMPACTED_REVISION)).first():
-        conn.execute(
-            update(_meta).where(_meta.c.name == COMPACTED_REVISION).values(value=newest_old)
-        )
-    else:
-        conn.execute(insert(_meta).values(name=COMPACTED_REVISION, value=newest_old))
+    set_counter(conn, COMPACTED_REVISION, int(newest_old))
     return int(newest_old)
 
 
@@ -216,7 +209,7 @@ class Transaction:
         return await self._runner.run(add_to_counter, name, delta)
 
     async def set_counter(self, name: str, value: int) -> None:
-        """Start the counter ``name`` (never set before) at ``value``."""
+        """Set the counter ``name`` to ``value`` (starting it if it was never set)."""
         await self._runner.run(set_counter, name, value)
 
 

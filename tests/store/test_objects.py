@@ -221,6 +221,9 @@ def test_counters_change_in_transactions_and_write_no_event(with_store):
         async with store.transaction() as tx:
             assert await tx.counter("test.total") == 6  # the failed transaction's change undone
             assert await tx.counter("test.other") is None
+            await tx.set_counter("test.total", 42)  # set again: the value replaced
+        async with store.transaction() as tx:
+            assert await tx.counter("test.total") == 42
         assert await store.current_revision() == before  # bookkeeping, not in the event log
 
     with_store(body)

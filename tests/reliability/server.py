@@ -54,6 +54,8 @@ class Server:
     log_path: Path = field(default_factory=Path)
     # The PORTICO_* variables it was started with (so a CLI command can use the same store).
     env: dict[str, str] = field(default_factory=dict)
+    # Starts it again on other free ports, where this module picked them (None: given).
+    again: Callable[[], Server] | None = None
 
     @property
     def base_url(self) -> str:
@@ -67,6 +69,11 @@ class Server:
 
         def ready() -> bool:
             if self.process.poll() is not None:
+                if self.again is not None and "is already in use" in self.log():
+                    # A port found free was taken before the server bound it (tests run in
+                    # parallel): the same start on ports found free again.
+                    self._become(self.again())
+                    return False
                 raise AssertionError(f"portico exited early:\n{self.log()}")
             try:
                 reply = httpx.get(f"{self.base_url}/readyz", verify=verify, timeout=1)
@@ -75,6 +82,9 @@ class Server:
             return reply.status_code == 200
 
         wait_for("the server answers /readyz", ready, START_TIMEOUT)
+
+    def _become(self, other: Server) -> None:
+        vars(self).update(vars(other))
 
     def stop(self) -> int:
         """SIGTERM, then wait for the exit; SIGKILL if it hangs. Returns the exit code."""
@@ -104,6 +114,11 @@ def start_server(
 ) -> Server:
     """Start ``portico serve`` (not waiting for it); its output goes to a file in ``data_dir``'s
     parent."""
+    picked = not http_port and not grpc_port
+
+    def again() -> Server:
+        return start_server(data_dir, env=env, args=args, scheme=scheme)
+
     http_port = http_port or free_port()
     grpc_port = grpc_port or free_port()
     log_path = data_dir.parent / f"{data_dir.name}-{http_port}.log"
@@ -126,7 +141,8 @@ def start_server(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches every worker
         )
-    return Server(process, data_dir, http_port, grpc_port, scheme, log_path, settings)
+    again_on = again if picked else None
+    return Server(process, data_dir, http_port, grpc_port, scheme, log_path, settings, again_on)
 
 
 def login(server: Server) -> str:

@@ -127,17 +127,21 @@ def _pages(
 ) -> tuple[FastAPI, PageTable]:
     """The FastAPI app of the fixed pages, and the table of the paths it answers."""
     api = FastAPI(title="Portico", openapi_url=None, docs_url=None, redoc_url=None)
+    # Plain Starlette routes, as every page here: FastAPI's endpoint analysis keeps each endpoint
+    # it has seen in module-level caches (thousands), and with it all a closure holds, here the
+    # whole server. A process starting many servers (the test suite) kept every one of them,
+    # and their garbage collections grew to pauses of a second.
 
-    @api.get("/healthz", include_in_schema=False)
-    async def healthz() -> JSONResponse:
+    async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    @api.get("/readyz", include_in_schema=False)
-    async def readyz() -> JSONResponse:
+    async def readyz(request: Request) -> Response:
         if ready is not None and not await ready():
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ready"})
 
+    api.add_route("/healthz", healthz, methods=["GET", "HEAD"], include_in_schema=False)
+    api.add_route("/readyz", readyz, methods=["GET", "HEAD"], include_in_schema=False)
     _add_openapi_routes(api, registry, options)
     api_docs.add_api_docs(api)
     paths = {*HEALTH_PATHS, *OPENAPI_PATHS, *api_docs.PATHS, *dashboard.PATHS}
@@ -155,7 +159,6 @@ def _pages(
 def _add_metrics_route(app: FastAPI, token: str) -> None:
     """``/metrics``: Prometheus' text format, behind a bearer token when one is set."""
 
-    @app.get(METRICS_PATH, include_in_schema=False)
     async def metrics(request: Request) -> Response:
         if not token_accepted(request.headers.get("authorization"), token):
             return Response(
@@ -168,6 +171,8 @@ def _add_metrics_route(app: FastAPI, token: str) -> None:
         # Off the loop: with several workers a scrape reads and adds up every worker's file.
         payload, content_type = await asyncio.to_thread(exposition)
         return Response(payload, media_type=content_type)
+
+    app.add_route(METRICS_PATH, metrics, methods=["GET", "HEAD"], include_in_schema=False)
 
 
 def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOptions) -> None:
@@ -187,6 +192,7 @@ def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOption
             )
         return dump_json(document)
 
-    @app.get(OPENAPI_PATHS[0], include_in_schema=False)
-    async def openapi_json() -> Response:
+    async def openapi_json(request: Request) -> Response:
         return Response(payload(), media_type="application/json")
+
+    app.add_route(OPENAPI_PATHS[0], openapi_json, methods=["GET", "HEAD"], include_in_schema=False)

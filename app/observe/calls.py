@@ -19,8 +19,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from app.observe import metrics, tracing
-from app.observe.local import LocalCounter, LocalHistogram
+from app.observe import local, metrics, tracing
+from app.observe.local import LocalCounter
 
 UNMATCHED = "unmatched"  # the rpc label of HTTP requests no binding matched
 
@@ -56,13 +56,15 @@ class RpcTelemetry:
         self.metrics = telemetry.metrics
         self._counts: dict[tuple[str, int], LocalCounter] = {}
         self.seconds = (
-            LocalHistogram(metrics.REQUEST_SECONDS.labels(transport, rpc)) if self.metrics else None
+            local.histogram(metrics.REQUEST_SECONDS.labels(transport, rpc))
+            if self.metrics
+            else None
         )
         self.open_streams = (
             metrics.OPEN_STREAMS.labels(transport, rpc) if self.metrics and streaming else None
         )
         self.messages = (
-            LocalCounter(metrics.STREAM_MESSAGES.labels(transport, rpc))
+            local.counter(metrics.STREAM_MESSAGES.labels(transport, rpc))
             if self.metrics and streaming
             else None
         )
@@ -104,7 +106,7 @@ class RpcTelemetry:
         counter = self._counts.get(key)
         if counter is None:
             status = str(http_status) if http_status else ""
-            counter = self._counts[key] = LocalCounter(
+            counter = self._counts[key] = local.counter(
                 metrics.REQUESTS.labels(self.transport, self.rpc, code, status)
             )
         return counter

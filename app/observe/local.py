@@ -18,14 +18,14 @@ FLUSH_SECONDS = 1.0
 
 
 class LocalCounter:
-    """A counter child's increments, kept until the next flush."""
+    """A counter child's increments, kept until the next flush (one per child: see
+    :func:`counter`)."""
 
     __slots__ = ("child", "pending")
 
     def __init__(self, child: Any) -> None:
         self.child = child
         self.pending = 0
-        _ALL.append(self)
 
     def flush(self) -> None:
         if self.pending:
@@ -45,7 +45,6 @@ class LocalHistogram:
         self.bounds: list[float] = list(child._upper_bounds)
         self.counts = [0] * len(self.bounds)
         self.total = 0.0
-        _ALL.append(self)
 
     def observe(self, value: float) -> None:
         self.counts[bisect_left(self.bounds, value)] += 1
@@ -66,13 +65,35 @@ class LocalHistogram:
         self.child._sum.inc(total)
 
 
-_ALL: list[LocalCounter | LocalHistogram] = []
+# One local per Prometheus child, whoever asks for it: a process building several servers' (or
+# gateways') telemetry shares their children, and these with them, instead of flushing more
+# of them every second for as long as it runs.
+_COUNTERS: dict[Any, LocalCounter] = {}
+_HISTOGRAMS: dict[Any, LocalHistogram] = {}
+
+
+def counter(child: Any) -> LocalCounter:
+    """The local counter of Prometheus counter ``child``."""
+    local = _COUNTERS.get(child)
+    if local is None:
+        local = _COUNTERS[child] = LocalCounter(child)
+    return local
+
+
+def histogram(child: Any) -> LocalHistogram:
+    """The local histogram of Prometheus histogram ``child``."""
+    local = _HISTOGRAMS.get(child)
+    if local is None:
+        local = _HISTOGRAMS[child] = LocalHistogram(child)
+    return local
 
 
 def flush() -> None:
     """Add everything recorded since the last flush into the Prometheus metrics."""
-    for local in _ALL:
-        local.flush()
+    for counter in _COUNTERS.values():
+        counter.flush()
+    for histogram in _HISTOGRAMS.values():
+        histogram.flush()
 
 
 async def flush_every(seconds: float = FLUSH_SECONDS) -> None:

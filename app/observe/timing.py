@@ -16,8 +16,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from app.observe import tracing
-from app.observe.local import LocalHistogram
+from app.observe import local, tracing
 from app.observe.metrics import STORE_SECONDS, SWITCH
 
 
@@ -32,7 +31,7 @@ def instrument(cls: type, prefix: str = "", skip: frozenset[str] = frozenset()) 
 def _timed(
     operation: str, method: Callable[..., Coroutine[Any, Any, Any]]
 ) -> Callable[..., Coroutine[Any, Any, Any]]:
-    seconds = LocalHistogram(STORE_SECONDS.labels(operation))
+    seconds = local.histogram(STORE_SECONDS.labels(operation))
     span_name = f"store {operation}"
 
     @functools.wraps(method)

@@ -11,6 +11,7 @@ import pytest
 import app.main
 from app.auth import accounts
 from app.gateway.registry import Method, Registry
+from app.observe.calls import Telemetry
 from app.observe.exposition import serve_metrics
 from app.observe.local import LocalHistogram
 from gen.scheduler import scheduler_pb2 as scheduler
@@ -270,6 +271,18 @@ def test_observations_kept_locally_reach_prometheus_as_if_observed_directly():
         assert registry.get_sample_value(f"kept_seconds{suffix}", labels) == (
             registry.get_sample_value(f"direct_seconds{suffix}", labels)
         ), (suffix, labels)
+
+
+def test_every_servers_telemetry_records_into_the_same_locals():
+    """A process building several servers' telemetry (an embedding, the test suite) flushes one
+    local per metric child every second, not one more per server for as long as it runs."""
+    first, second = Telemetry(metrics=True), Telemetry(metrics=True)
+    rpc = "scheduler.NodeService/Status"
+    for name in ("seconds", "messages"):
+        assert getattr(first.rpc("grpc", rpc, True), name) is getattr(
+            second.rpc("grpc", rpc, True), name
+        ), name
+    assert first.rpc("grpc", rpc).count("OK", 0) is second.rpc("grpc", rpc).count("OK", 0)
 
 
 def test_logins_and_refused_tokens_count_by_outcome_and_reason(tmp_path):

@@ -27,10 +27,27 @@ def _bearer(token: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),)
 
 
+# grpcio's asyncio client reports a request it failed to write, because the server had already
+# ended the call (a refusal at the headers), as this INTERNAL instead of the server's status
+# (grpc/grpc#36066). It is the client's view only: the call is made again.
+_CLIENT_WRITE_RACE = "Internal error from Core"
+_ATTEMPTS = 3
+
+
 async def grpc_call(
     channel: grpc.aio.Channel, method: Method, token: str | None = None, request: Any = None
 ) -> grpc.StatusCode:
     """Call ``method`` with an empty (or given) request; the status code it ended with."""
+    for _ in range(_ATTEMPTS):
+        code, details = await _grpc_call_once(channel, method, token, request)
+        if not (code is grpc.StatusCode.INTERNAL and _CLIENT_WRITE_RACE in details):
+            break
+    return code
+
+
+async def _grpc_call_once(
+    channel: grpc.aio.Channel, method: Method, token: str | None, request: Any
+) -> tuple[grpc.StatusCode, str]:
     request = request if request is not None else method.input_type()
     metadata = _bearer(token) if token else ()
     kwargs = {
@@ -57,8 +74,8 @@ async def grpc_call(
                 break
             call.cancel()
     except grpc.aio.AioRpcError as error:
-        return error.code()
-    return grpc.StatusCode.OK
+        return error.code(), error.details() or ""
+    return grpc.StatusCode.OK, ""
 
 
 def rest_routes(method: Method) -> Iterator[tuple[str, str]]:

@@ -66,7 +66,7 @@ def new_call(
 ) -> Call:
     """The call for a request: its metadata and deadline come from the headers."""
     metadata, deadline = http_io.metadata(headers, request_id)
-    context = GatewayContext(metadata, http_io.peer(scope), deadline)
+    context = GatewayContext(metadata, scope.get("client"), deadline)
     return Call(method, request_id, headers, context, observation)
 
 

@@ -21,6 +21,7 @@ from app.auth.service import AuthService
 from app.auth.tokens import TokenIssuer, load_secret
 from app.codegen import portico_openapi
 from app.config import ConfigurationError, Settings
+from app.gateway.admission import ADMITTED
 from app.gateway.codec import JsonOptions
 from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams, shutting_down
@@ -216,7 +217,11 @@ class Portico:
         assert self.gate is not None
         if self.shutting_down:
             raise shutting_down()
-        return admit_caller(self.gate, method, metadata)
+        caller = self.gate.admitted_now(method.full_name, metadata)
+        if caller is None:
+            return admit_caller(self.gate, method, metadata)
+        note_user(caller.username)
+        return ADMITTED
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with

@@ -224,6 +224,19 @@ class Gate:
             return False
         return True
 
+    def admitted_now(
+        self, full_method: str, metadata: Iterable[tuple[str, str | bytes]]
+    ) -> Caller | None:
+        """The caller :meth:`admit` would admit, when that needs no wait: a token verified
+        recently whose role may call ``full_method`` (:data:`current_caller` is set then). None
+        when only :meth:`admit` can tell; most calls are decided here, without its coroutine."""
+        token = bearer_token(metadata)
+        caller = self._recently_verified(token) if token else None
+        if caller is None or not policy.allows(caller.role, full_method):
+            return None
+        current_caller.set(caller)
+        return caller
+
     async def admit(
         self, full_method: str, metadata: Iterable[tuple[str, str | bytes]]
     ) -> Caller | None:

@@ -40,34 +40,29 @@ CLIENT_CLOSED = 499
 _TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
 
+_PERCENT, _QUESTION = ord("%"), ord("?")
+
+
 def raw_path(scope: Scope) -> str:
     # Routing needs the undecoded path (an encoded "/" inside a variable is not a separator);
     # some servers put the query string in raw_path too.
     raw = scope.get("raw_path")
-    if not raw or (b"%" not in raw and b"?" not in raw):
+    # Bytes as ints: ``b"%" in raw`` takes several times longer, on every request.
+    if not raw or (_PERCENT not in raw and _QUESTION not in raw):
         return scope["path"]  # the same text: nothing was decoded
     return raw.decode("latin-1").split("?", 1)[0]
 
 
-def peer(scope: Scope) -> str:
-    """The client as grpc names peers: ``ipv4:host:port`` or ``ipv6:[host]:port``."""
-    client = scope.get("client")
-    if not client:
-        return ""
-    host, port = client[0], client[1]
-    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
-
-
-# Request ids: a random per-process prefix and a counter, unique without a syscall per request.
-_REQUEST_PREFIX = os.urandom(8).hex()
-_request_numbers = itertools.count(1)
+# Request ids: a random per-process prefix and a counter, unique without a syscall per request;
+# one number, its upper 64 bits the prefix, formatted in one step.
+_request_numbers = itertools.count((int.from_bytes(os.urandom(8)) << 64) + 1)
 
 
 def request_id(headers: Headers) -> str:
     given = headers.get(b"x-request-id")
     if given and len(given) <= 128:
         return given.decode("latin-1")
-    return f"{_REQUEST_PREFIX}{next(_request_numbers):016x}"
+    return "%032x" % next(_request_numbers)
 
 
 _PASSED_HEADERS = frozenset(

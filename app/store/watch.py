@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, func, select
 
 from app import stream_position
-from app.observe.local import LocalHistogram
+from app.observe import local
 from app.observe.metrics import SWITCH, WATCH_LAG_SECONDS
 from app.store.counters import read_counter
 from app.store.engine import sqlite_connection
@@ -44,7 +44,7 @@ RECENT_EVENTS = 4096
 
 _log = core_table(EventLogEntry)
 # Observed for every event each watcher gets: a thousand subscribers make it a hot path.
-_WATCH_LAG = LocalHistogram(WATCH_LAG_SECONDS)
+_WATCH_LAG = local.histogram(WATCH_LAG_SECONDS)
 _objects = core_table(StoredObject)
 
 

@@ -62,7 +62,7 @@ def request_id(headers: Headers) -> str:
     given = headers.get(b"x-request-id")
     if given and len(given) <= 128:
         return given.decode("latin-1")
-    return "%032x" % next(_request_numbers)
+    return f"{next(_request_numbers):032x}"
 
 
 _PASSED_HEADERS = frozenset(

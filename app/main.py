@@ -21,7 +21,7 @@ from app.auth.service import AuthService
 from app.auth.tokens import TokenIssuer, load_secret
 from app.codegen import portico_openapi
 from app.config import ConfigurationError, Settings
-from app.gateway.admission import ADMITTED
+from app.gateway import done
 from app.gateway.codec import JsonOptions
 from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams, shutting_down
@@ -221,7 +221,7 @@ class Portico:
         if caller is None:
             return admit_caller(self.gate, method, metadata)
         note_user(caller.username)
-        return ADMITTED
+        return done.NOTHING
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with

@@ -7,8 +7,6 @@ callers).
 
 from __future__ import annotations
 
-from collections.abc import Generator
-
 import grpc
 
 from app.gateway.context import Metadata
@@ -29,17 +27,3 @@ async def admit_every_call(method: Method, metadata: Metadata) -> object:
 
 
 NO_AUTH = admit_every_call
-
-
-class _Admitted:
-    """An awaitable that is done at once: a hook that decided without waiting returns
-    :data:`ADMITTED` instead of a coroutine (every call passes the hook; see ``tests/bench``)."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        return
-        yield  # a generator that ends at once: awaiting it gives None
-
-
-ADMITTED = _Admitted()

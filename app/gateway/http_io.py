@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 from starlette.types import Receive, Scope, Send
 
-from app.gateway import streaming
+from app.gateway import done, streaming
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import (
     STATUS_DETAILS_KEY,
@@ -133,11 +133,15 @@ def check_length(headers: Headers, limit: int) -> None:
         raise body_too_large(limit)
 
 
-async def read_body(receive: Receive, headers: Headers, limit: int, timeout: float) -> bytes:
+def read_body(receive: Receive, headers: Headers, limit: int, timeout: float) -> Awaitable[bytes]:
     """The whole request body: 413 past ``limit`` bytes, 408 if it takes over ``timeout`` s."""
     if headers.get(b"content-length") == b"0":
-        return b""  # nothing to wait for (the commonest RPC request is the empty message)
+        return done.EMPTY  # nothing to wait for (the commonest RPC request is the empty message)
     check_length(headers, limit)
+    return _read_body_within(receive, limit, timeout)
+
+
+async def _read_body_within(receive: Receive, limit: int, timeout: float) -> bytes:
     try:
         return await slow_reads().within(timeout, _read_body(receive, limit))
     except TimeoutError:

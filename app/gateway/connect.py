@@ -146,20 +146,23 @@ class ConnectFlow:
         try:
             call = new_call(plan.method, headers, request_id, scope, observation)
             context = call.context
-            get = scope["method"] == "GET"
-            query = _query(scope) if get else {}
-            if get:
+            query = _query(scope) if scope["method"] == "GET" else None
+            if query is not None:
                 _check_version(query.get("connect", "v1").removeprefix("v"))
             elif (version := headers.get(b"connect-protocol-version", b"1")) != b"1":
                 _check_version(version.decode("latin-1"))
-            _apply_timeout(context, headers)
+            if b"connect-timeout-ms" in headers:
+                _apply_timeout(context, headers)
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
             await admit(call, self.stages.options.authenticate)
             limit = self.stages.options.max_body_bytes
-            if get:
+            if query is not None:
                 codec, body = self._get_request(plan, query, limit)
             else:
-                codec, body = await self._post_request(headers, receive, limit)
+                codec = self._post_codec(headers)
+                timeout = self.stages.options.body_timeout_seconds
+                body = await http_io.read_body(receive, headers, limit, timeout)
+                body = _decoded_body(headers, body, limit)
             request = codec.decode(body, plan.method)
             watch = self.stages.options.cancel_unary_on_disconnect
             reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
@@ -174,9 +177,7 @@ class ConnectFlow:
         await http_io.send_whole(send, 200, content_type, payload, request_id, None, extra)
         return None
 
-    async def _post_request(
-        self, headers: http_io.Headers, receive: Receive, limit: int
-    ) -> tuple[WireCodec, bytes]:
+    def _post_codec(self, headers: http_io.Headers) -> WireCodec:
         codec = self._unary_codecs.get(headers.get(b"content-type", b""))
         if codec is None:  # parameters (charset), capitals, or another type
             mime = _mime(headers)
@@ -185,13 +186,7 @@ class ConnectFlow:
             )
         if codec is None:
             raise unsupported_media_type(_mime(headers), "application/json or application/proto")
-        timeout = self.stages.options.body_timeout_seconds
-        body = await http_io.read_body(receive, headers, limit, timeout)
-        encoding = headers.get(b"content-encoding")
-        if encoding is None:
-            return codec, body
-        _check_encoding(encoding.decode("latin-1"), "content-encoding")
-        return codec, gunzip(body, limit) if encoding == b"gzip" else body
+        return codec
 
     def _get_request(
         self, plan: BindingPlan, query: dict[str, str], limit: int
@@ -298,6 +293,15 @@ def _reply_metadata(context: GatewayContext) -> tuple[tuple[str, str], ...]:
     return metadata_headers(context.initial_metadata) + metadata_headers(
         context.trailing_metadata_sent, "trailer-"
     )
+
+
+def _decoded_body(headers: http_io.Headers, body: bytes, limit: int) -> bytes:
+    """A POSTed body as its ``Content-Encoding`` left it, unzipped."""
+    encoding = headers.get(b"content-encoding")
+    if encoding is None:
+        return body
+    _check_encoding(encoding.decode("latin-1"), "content-encoding")
+    return gunzip(body, limit) if encoding == b"gzip" else body
 
 
 def _mime(headers: http_io.Headers) -> str:

@@ -85,7 +85,6 @@ def is_admin_only(full_method: str) -> bool:
 
 # Cached: a decision depends only on the role and the method name, and both sets are small.
 @functools.cache
-@functools.cache  # roles and methods are few; every call asks
 def allows(role: str, full_method: str) -> bool:
     """Whether an account with ``role`` may call ``full_method``."""
     level = access(full_method)

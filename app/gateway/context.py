@@ -60,7 +60,7 @@ class GatewayContext(grpc.aio.ServicerContext):
 
     def peer(self) -> str:
         """``ipv4:host:port`` of the HTTP client, like grpc's."""
-        return peer_name(self._client)
+        return _peer_name(self._client)
 
     def peer_identities(self) -> None:
         return None
@@ -217,14 +217,12 @@ class GatewayContext(grpc.aio.ServicerContext):
         if self._done:
             return
         self._done = True
-        callbacks = self._callbacks
-        if callbacks:
-            del self._callbacks
+        callbacks, self._callbacks = self._callbacks, ()
         for callback in callbacks:
             callback(self)
 
 
-def peer_name(client: tuple[str, int] | None) -> str:
+def _peer_name(client: tuple[str, int] | None) -> str:
     """An ASGI client as grpc names peers: ``ipv4:host:port`` or ``ipv6:[host]:port``."""
     if not client:
         return ""

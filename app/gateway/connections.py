@@ -3,12 +3,15 @@ call when its client goes away.
 
 uvicorn bounds the wait between requests (keep-alive) but not a request's head: a client sending
 its headers a byte at a time holds a connection and its memory as long as it likes. This
-protocol gives every request head a deadline from the connection's first byte (or, on a kept-alive
-connection, the next request's), and answers ``408`` and closes when it passes. As for bodies,
-the heads in progress sit in a :class:`app.gateway.slow_reads.SweptDeadlines` table that one
-sweep a second checks: a timer per request cost more than the rest of the connection's own work
-on it. Bodies are bounded in the gateway (:func:`app.gateway.http_io.read_body`), where the
-call is known.
+protocol gives every request head a deadline from the connection's opening (or, on a
+kept-alive connection, from the next request's first byte), and answers ``408`` and closes when
+it passes. The wait for a kept-alive connection's next request (uvicorn's
+``timeout_keep_alive``) is a deadline too, closing it quietly. Both sit in one
+:class:`app.gateway.slow_reads.SweptDeadlines` table that a sweep checks once a second, so they
+pass up to a second late: a timer per request (uvicorn arms one for keep-alive after every
+response and cancels it at the next request) cost ~2 µs, more than the rest of the
+connection's own work on it. Bodies are bounded in the gateway
+(:func:`app.gateway.http_io.read_body`), where the call is known.
 
 Its writes go through :mod:`app.gateway.write_batches`: a loop turn's replies leave together.
 
@@ -52,8 +55,9 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
             nonlocal batches, deadlines
             if batches is None or deadlines is None:
                 batches = WriteBatches(self.loop)
-                deadlines = SweptDeadlines(self.loop, HeadDeadlineProtocol.head_too_slow)
+                deadlines = SweptDeadlines(self.loop, HeadDeadlineProtocol.deadline_passed)
             self._deadlines = deadlines
+            self._idle = False  # between requests, kept alive: its deadline is keep-alive's
             self._lost = False
             self._on_lost: list[Callable[[], object]] = []
             # An ASGI extension is a dict of its own: this one holds the function. One per
@@ -68,12 +72,28 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self.scope["extensions"] = self._extensions
-            if self not in self._deadlines:  # the connection's first request keeps its own
+            # A later request's head has its deadline from its first byte; the connection's
+            # first request keeps the one armed when it opened.
+            if self._idle or self not in self._deadlines:
+                self._idle = False
                 self._deadlines.arm(self, seconds)
 
         def on_headers_complete(self) -> None:
             self._deadlines.disarm(self)
             super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            # uvicorn's, but for the keep-alive wait: a swept deadline instead of a timer.
+            self.server_state.total_requests += 1
+            if self.transport.is_closing():
+                return
+            self.flow.resume_reading()
+            if self.pipeline:  # the next request has arrived already
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+            elif self not in self._deadlines:  # (else its next head is under way)
+                self._idle = True
+                self._deadlines.arm(self, self.timeout_keep_alive)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._deadlines.disarm(self)
@@ -95,10 +115,12 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
             if callback in self._on_lost:
                 self._on_lost.remove(callback)
 
-        def head_too_slow(self) -> None:
+        def deadline_passed(self) -> None:
             if self.transport.is_closing():
                 return
-            if self.cycle is None or self.cycle.response_complete:
+            # A head too slow is answered when no response is under way; an idle connection
+            # is closed quietly, as uvicorn's keep-alive timer closed it.
+            if not self._idle and (self.cycle is None or self.cycle.response_complete):
                 self.transport.write(_TIMED_OUT)
             self.transport.close()
 

@@ -1,6 +1,7 @@
 """Item: slow clients cannot hold connections. Partial headers, or a body that never completes,
 once held a connection 25 s and more; now the head and the body each have a deadline
-(``PORTICO_HEADER_TIMEOUT_SECONDS``, ``PORTICO_BODY_TIMEOUT_SECONDS``) and the answer is 408."""
+(``PORTICO_HEADER_TIMEOUT_SECONDS``, ``PORTICO_BODY_TIMEOUT_SECONDS``) and the answer is 408.
+An idle kept-alive connection is closed after uvicorn's keep-alive timeout, quietly."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ TIMEOUT = 0.5
 
 
 @contextlib.asynccontextmanager
-async def _served(app: object, tmp_path: Path) -> AsyncIterator[int]:
-    """The app on uvicorn configured as ``portico serve`` configures it; yields the port."""
+async def _served(app: object, tmp_path: Path, keep_alive: float = 5.0) -> AsyncIterator[int]:
+    """The app on uvicorn configured as ``portico serve`` configures it (keep-alive timeout
+    ``keep_alive`` seconds, uvicorn's default); yields the port."""
     settings = settings_for(
         tmp_path, http_port=0, header_timeout_seconds=TIMEOUT, body_timeout_seconds=TIMEOUT
     )
     config = http_config(settings, app)
+    config.timeout_keep_alive = keep_alive
     config.host, config.port, config.log_level, config.lifespan = "127.0.0.1", 0, "warning", "off"
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve())
@@ -59,6 +62,60 @@ def test_partial_headers_are_cut_off(tmp_path: Path) -> None:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             _, took = await _until_closed(reader)
             writer.close()
+            assert took < TIMEOUT + 2
+
+    run(scenario())
+
+
+async def _answered(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> bytes:
+    """Send ``request`` on a kept-alive connection; the head of its answer (body read too)."""
+    writer.write(request)
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    await reader.readexactly(length)
+    return head
+
+
+HEALTH = b"GET /healthz HTTP/1.1\r\nHost: portico\r\n\r\n"
+
+
+def test_an_idle_kept_alive_connection_is_closed_quietly(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with (
+            running(tmp_path) as server,
+            _served(server.portico.http_app, tmp_path, keep_alive=TIMEOUT) as port,
+        ):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            for _ in range(3):  # kept alive between requests that follow at once
+                assert (await _answered(reader, writer, HEALTH)).startswith(b"HTTP/1.1 200")
+            answer, took = await _until_closed(reader)
+            writer.close()
+            assert answer == b"", answer  # no 408 for a client that asked for nothing
+            assert took < TIMEOUT + 2
+
+    run(scenario())
+
+
+def test_a_later_requests_slow_head_is_cut_off_on_a_kept_alive_connection(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with (
+            running(tmp_path) as server,
+            _served(server.portico.http_app, tmp_path, keep_alive=60) as port,
+        ):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            assert (await _answered(reader, writer, HEALTH)).startswith(b"HTTP/1.1 200")
+            # The connection waits for its next request up to a minute, but once a request
+            # has begun its head must arrive within the header timeout.
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: portico\r\nX-Slow: ")
+            answer, took = await _until_closed(reader)
+            writer.close()
+            assert answer.startswith(b"HTTP/1.1 408"), answer
             assert took < TIMEOUT + 2
 
     run(scenario())

@@ -24,14 +24,20 @@ Violation = tuple[str, str]
 _VALUE, _VALUES, _MESSAGE, _MESSAGES = range(4)
 
 
+# By field descriptor (as ListFields gives them): name, full name, how, walk into its messages.
+_Fields = dict[descriptor.FieldDescriptor, tuple[str, str, int, bool]]
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    fields: dict[str, tuple[str, int, bool]]  # name -> (full name, how, walk into its messages)
-    required: tuple[tuple[str, str, Any], ...]  # single fields a rule requires: name, full, unset
+    fields: _Fields
+    # Single fields a rule requires: descriptor, name, full name, value when unset.
+    required: tuple[tuple[descriptor.FieldDescriptor, str, str, Any], ...]
 
 
 _RULED: dict[str, bool] = {}
-_PLANS: dict[str, _Plan | None] = {}
+# By message class: a proxied upstream's types may share full names with other pools' types.
+_PLANS: dict[type, _Plan | None] = {}
 
 
 def may_apply(desc: descriptor.Descriptor, method: str | None = None) -> bool:
@@ -79,20 +85,21 @@ def _position(desc: descriptor.Descriptor | None, path: str) -> tuple[int, ...]:
 
 
 def _field_violations(message: Message, prefix: str, found: list[Violation]) -> None:
-    plan = _plan(_descriptor(message))
+    kind = type(message)
+    plan = _PLANS[kind] if kind in _PLANS else _plan(kind, _descriptor(message))
     if plan is None:
         return
     fields = plan.fields
-    present: set[str] = set()
     # Only the fields that are set are walked (a request names few of its message's fields),
-    # and a field's path is spelled out only where something is wrong or below it.
-    for fd, value in message.ListFields():
-        name = fd.name
-        present.add(name)
-        planned = fields.get(name)
+    # and a field's path is spelled out only where something is wrong or below it. Fields are
+    # known by their descriptors: ListFields gives the same objects every time, and a name
+    # read from one is a new string each time.
+    listed = message.ListFields()
+    for fd, value in listed:
+        planned = fields.get(fd)
         if planned is None:
             continue
-        full_name, how, walk = planned
+        name, full_name, how, walk = planned
         rule = FIELD_RULES.get(full_name)
         if how == _MESSAGE:
             _field_violations(value, f"{prefix}{name}.", found)
@@ -116,39 +123,40 @@ def _field_violations(message: Message, prefix: str, found: list[Violation]) -> 
                 problem = rule.problem(item)
                 if problem:
                     found.append((f"{prefix}{name}[{index}]", problem))
-    for name, full_name, unset in plan.required:
-        rule = FIELD_RULES.get(full_name)
-        if name not in present and rule is not None:
-            found.extend(_value_violations(rule, unset, f"{prefix}{name}", set_=False))
+    if plan.required:
+        present = {fd for fd, _ in listed}
+        for fd, name, full_name, unset in plan.required:
+            rule = FIELD_RULES.get(full_name)
+            if fd not in present and rule is not None:
+                found.extend(_value_violations(rule, unset, f"{prefix}{name}", set_=False))
 
 
-def _plan(desc: descriptor.Descriptor) -> _Plan | None:
-    """How ``desc``'s set fields are checked; None when no rule can apply below it."""
-    full_name = desc.full_name
-    if full_name in _PLANS:
-        return _PLANS[full_name]
+def _plan(kind: type, desc: descriptor.Descriptor) -> _Plan | None:
+    """How messages of class ``kind`` (of ``desc``) have their set fields checked; None when no
+    rule can apply below them."""
     plan = None
     if may_apply(desc):
-        fields: dict[str, tuple[str, int, bool]] = {}
+        fields: _Fields = {}
         for fd in desc.fields:
             sub = fd.message_type
             if fd.is_repeated:
                 if not _is_map(fd):
                     walk = sub is not None and may_apply(sub)
-                    fields[fd.name] = (fd.full_name, _MESSAGES if sub else _VALUES, walk)
+                    how = _MESSAGES if sub else _VALUES
+                    fields[fd] = (fd.name, fd.full_name, how, walk)
             elif sub is None:
-                fields[fd.name] = (fd.full_name, _VALUE, False)
+                fields[fd] = (fd.name, fd.full_name, _VALUE, False)
             elif may_apply(sub):
-                fields[fd.name] = (fd.full_name, _MESSAGE, True)
+                fields[fd] = (fd.name, fd.full_name, _MESSAGE, True)
         required = tuple(
-            (fd.name, fd.full_name, fd.default_value)
+            (fd, fd.name, fd.full_name, fd.default_value)
             for fd in desc.fields
             if not fd.is_repeated
             and fd.full_name in FIELD_RULES
             and FIELD_RULES[fd.full_name].required
         )
         plan = _Plan(fields, required)
-    _PLANS[full_name] = plan
+    _PLANS[kind] = plan
     return plan
 
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Sequence,
+)
 from typing import Any, NoReturn
 
 import grpc
@@ -161,14 +168,17 @@ class GatewayContext(grpc.aio.ServicerContext):
         """Let ``read()`` take the client stream's requests (the handler's iterator is the same)."""
         self._requests = requests
 
-    def replies(self, handler_result: Any) -> AsyncIterator[Any]:
+    def replies(self, handler_result: Any) -> AsyncGenerator[Any, None]:
         """A server stream's replies: those an async-generator handler yields, or those a handler
-        that returns sends with ``write()`` (grpc.aio allows both styles)."""
+        that returns sends with ``write()`` (grpc.aio allows both styles). Always a generator,
+        so that the flow can close it."""
+        if isinstance(handler_result, AsyncGenerator):
+            return handler_result
         if hasattr(handler_result, "__aiter__"):
-            return handler_result.__aiter__()
+            return _each(handler_result)
         return self._written(handler_result)
 
-    async def _written(self, handler_call: Awaitable[Any]) -> AsyncIterator[Any]:
+    async def _written(self, handler_call: Awaitable[Any]) -> AsyncGenerator[Any, None]:
         # One reply in flight: write() waits until the router has taken the previous one, as a
         # slow client slows a gRPC handler down.
         outbox: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
@@ -220,6 +230,11 @@ class GatewayContext(grpc.aio.ServicerContext):
         callbacks, self._callbacks = self._callbacks, ()
         for callback in callbacks:
             callback(self)
+
+
+async def _each(replies: AsyncIterable[Any]) -> AsyncGenerator[Any, None]:
+    async for reply in replies:
+        yield reply
 
 
 def _peer_name(client: tuple[str, int] | None) -> str:

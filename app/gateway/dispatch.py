@@ -7,6 +7,7 @@ per method (plans, bound servicer methods) is computed once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
@@ -158,9 +159,11 @@ class RpcDispatcher:
                 )
                 return None
             _resume_from_last_event(call.headers)
-            replies = self.stages.invoker.stream(call, request)
             response.open()
-            async with until_deadline(context):
+            async with (
+                contextlib.aclosing(self.stages.invoker.stream(call, request)) as replies,
+                until_deadline(context),
+            ):
                 async for reply in replies:
                     rendered = self.stages.transcoder.reply_json(match.plan, reply, streamed=True)
                     await response.frame(rendered, stream_position.last_event())

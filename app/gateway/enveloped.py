@@ -8,6 +8,7 @@ a frame that carries the status: only the frames differ, so each protocol hands 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Protocol
 
@@ -97,8 +98,10 @@ async def _run(
             body = wire.message(wire.codec.encode(plan, reply))
             await send({"type": "http.response.body", "body": body, "more_body": True})
         else:
-            replies = stages.invoker.stream(call, request)
-            async with until_deadline(context):
+            async with (
+                contextlib.aclosing(stages.invoker.stream(call, request)) as replies,
+                until_deadline(context),
+            ):
                 async for reply in replies:
                     if not started:
                         await start()

@@ -12,7 +12,7 @@ The key travels as the ``Idempotency-Key`` HTTP header or the ``idempotency-key`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Protocol
 
 from google.protobuf.message import Message
@@ -110,5 +110,5 @@ class IdempotentInvoker:
         message = request
         return self._once(call.method, key, message, lambda: self._inner.unary(call, message))
 
-    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
+    def stream(self, call: Call, request: Request) -> AsyncGenerator[Message, None]:
         return self._inner.stream(call, request)

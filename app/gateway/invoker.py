@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
 import grpc
@@ -85,9 +85,11 @@ class Invoker(Protocol):
         """The one reply of a call whose reply is not streamed (``request`` may be a stream)."""
         ...
 
-    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
-        """The replies of a server-streaming call; the flow iterates them under the deadline
-        and reads a status set at the end from ``call.context``."""
+    def stream(self, call: Call, request: Request) -> AsyncGenerator[Message, None]:
+        """The replies of a server-streaming call; the flow iterates them under the deadline,
+        reads a status set at the end from ``call.context``, and closes them however it ends
+        (:func:`contextlib.aclosing`): a servicer's ``finally`` runs when its call ends, not
+        whenever the garbage collector finds the generator a cancelled flow left behind."""
         ...
 
 
@@ -135,7 +137,7 @@ class ServicerInvoker:
             raise internal_error()
         return reply
 
-    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
+    def stream(self, call: Call, request: Request) -> AsyncGenerator[Message, None]:
         handler = self._handler(call.method)
         return call.observation.replies(call.context.replies(handler(request, call.context)))
 

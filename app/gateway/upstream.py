@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import grpc
@@ -65,10 +65,10 @@ class UpstreamInvoker:
         assert isinstance(reply, Message)
         return reply
 
-    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
+    def stream(self, call: Call, request: Request) -> AsyncGenerator[Message, None]:
         return call.observation.replies(self._replies(call, request))
 
-    async def _replies(self, call: Call, request: Request) -> AsyncIterator[Message]:
+    async def _replies(self, call: Call, request: Request) -> AsyncGenerator[Message, None]:
         context = call.context
         grpc_call, feeder = self._start(call, request)
         try:
@@ -141,7 +141,7 @@ class ByService:
     async def unary(self, call: Call, request: Request) -> Message:
         return await self._for(call).unary(call, request)
 
-    def stream(self, call: Call, request: Request) -> AsyncIterator[Message]:
+    def stream(self, call: Call, request: Request) -> AsyncGenerator[Message, None]:
         return self._for(call).stream(call, request)
 
 

@@ -9,6 +9,7 @@ never an open socket. Every frame is held to the body limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 from starlette.types import Receive, Scope, Send
@@ -94,9 +95,10 @@ class WebSocketDispatcher:
                 self.stages.options.max_body_bytes,
             )
             context.read_from(requests)
-            async for reply in self.stages.invoker.stream(call, requests):
-                text = self.stages.transcoder.reply_json(plan, reply, streamed=True).decode()
-                await send({"type": "websocket.send", "text": text})
+            async with contextlib.aclosing(self.stages.invoker.stream(call, requests)) as replies:
+                async for reply in replies:
+                    text = self.stages.transcoder.reply_json(plan, reply, streamed=True).decode()
+                    await send({"type": "websocket.send", "text": text})
             error = context.status_error()
         except GatewayError as exc:
             error = exc

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
@@ -133,7 +133,7 @@ class Observation:
             return _NO_SPAN
         return tracer.start_as_current_span(f"{self.rpc.rpc} servicer")
 
-    def replies(self, replies: AsyncIterator[T]) -> AsyncIterator[T]:
+    def replies(self, replies: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
         """``replies`` counted as sent, each produced inside the servicer's span."""
         rpc = self.rpc
         if rpc.messages is None and self.span is None:
@@ -203,8 +203,8 @@ def _log_request(
 
 
 async def _observed_replies(
-    observation: Observation, replies: AsyncIterator[T]
-) -> AsyncIterator[T]:
+    observation: Observation, replies: AsyncGenerator[T, None]
+) -> AsyncGenerator[T, None]:
     sent = observation.rpc.messages
     tracer = tracing.tracer()
     span = None
@@ -229,9 +229,7 @@ async def _observed_replies(
     finally:
         if span is not None:
             span.end()
-        aclose = getattr(replies, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await replies.aclose()
 
 
 _NO_SPAN = contextlib.nullcontext()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib
 import shutil
 import sys
@@ -133,7 +134,8 @@ class ShelfServicer(pb_grpc.ShelfServicer):
                     await asyncio.sleep(request.delay_ms / 1000)
                 yield pb.Thing(name=f"{request.parent}/things/{index}", count=index)
             self.stream_done = True
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):
+            # Cancelled while sleeping, or closed at a yield: the caller ended the stream.
             self.stream_cancelled.set()
             raise
 
@@ -159,8 +161,9 @@ class WritingShelfServicer(ShelfServicer):
     that return, client streams taken with ``context.read()``."""
 
     async def ListThings(self, request: Any, context: grpc.aio.ServicerContext) -> None:  # type: ignore[override]
-        async for thing in super().ListThings(request, context):
-            await context.write(thing)
+        async with contextlib.aclosing(super().ListThings(request, context)) as things:
+            async for thing in things:
+                await context.write(thing)
 
     async def CollectThings(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
         names = []

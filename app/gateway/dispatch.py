@@ -159,11 +159,9 @@ class RpcDispatcher:
                 )
                 return None
             _resume_from_last_event(call.headers)
+            replies = self.stages.invoker.stream(call, request)  # UNIMPLEMENTED before the 200
             response.open()
-            async with (
-                contextlib.aclosing(self.stages.invoker.stream(call, request)) as replies,
-                until_deadline(context),
-            ):
+            async with contextlib.aclosing(replies), until_deadline(context):
                 async for reply in replies:
                     rendered = self.stages.transcoder.reply_json(match.plan, reply, streamed=True)
                     await response.frame(rendered, stream_position.last_event())

@@ -98,10 +98,8 @@ async def _run(
             body = wire.message(wire.codec.encode(plan, reply))
             await send({"type": "http.response.body", "body": body, "more_body": True})
         else:
-            async with (
-                contextlib.aclosing(stages.invoker.stream(call, request)) as replies,
-                until_deadline(context),
-            ):
+            replies = stages.invoker.stream(call, request)
+            async with contextlib.aclosing(replies), until_deadline(context):
                 async for reply in replies:
                     if not started:
                         await start()

@@ -175,6 +175,21 @@ def live_app(servicer: ShelfServicer) -> Any:
     return create_app(shelf_registry(), {SERVICE: servicer}, GatewayOptions(authenticate=NO_AUTH))
 
 
+def test_a_stream_nobody_serves_is_refused_before_any_event() -> None:
+    """An SSE response starts at once when its call is accepted: a method without a servicer
+    must be refused first, with its own status, not a 200 whose first event is the error."""
+
+    async def check() -> httpx.Response:
+        app = create_app(shelf_registry(), {}, GatewayOptions(authenticate=NO_AUTH))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://portico") as http:
+            return await http.get("/v1/shelves/s1/things", headers={"accept": "text/event-stream"})
+
+    response = run(check())
+    assert response.status_code == 501, response.text
+    assert response.json()["code"] == grpc.StatusCode.UNIMPLEMENTED.value[0]
+
+
 @BOTH_STYLES
 @pytest.mark.parametrize("protocol", ["rest", "connect"])
 def test_a_stream_that_never_pauses_is_closed_when_its_client_goes_away(

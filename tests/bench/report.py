@@ -18,6 +18,7 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "(a)/(e) Starlette": ("a_version", "e_starlette"),
         "(a)/(e) raw ASGI": ("a_version", "e_raw_asgi"),
         "(a)/(d) gRPC": ("a_version", "d_grpc"),
+        "(g)/(a) with the headers of (g)": ("g_connect_proto", "a_version_headers"),
         "(a) with metrics / without": ("a_version", "a_version_no_metrics"),
         "(b) with metrics / without": ("b_read", "b_read_no_metrics"),
         "(a) 1,000 tokens / one token": ("a_tokens", "a_version"),

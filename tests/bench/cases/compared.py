@@ -1,8 +1,8 @@
-"""The rows whose ratios are targets, measured in turns: (a) on the main server, on a server
-started with ``PORTICO_METRICS=false`` and on the two floors of (e), a bare Starlette route and a
-raw ASGI callable (each answering the bytes of (a), under uvicorn with uvloop and httptools, as
-Portico), and its RPC over Connect, (f) and (g); then (b), one stored cluster again and again,
-with and without metrics.
+"""The rows whose ratios are targets, measured in turns: (a) on the main server (also with the
+two request headers (g)'s POST adds), on a server started with ``PORTICO_METRICS=false`` and on
+the two floors of (e), a bare Starlette route and a raw ASGI callable (each answering the bytes
+of (a), under uvicorn with uvloop and httptools, as Portico), and its RPC over Connect, (f) and
+(g); then (b), one stored cluster again and again, with and without metrics.
 
 Every one of them is up for the whole case and each row runs a second at a time in turn
 (:meth:`Bench.compare`): measured one after the other, minutes apart, their ratios moved by as
@@ -26,6 +26,7 @@ FLOORS = {
 VERSIONS = (
     ("a_version", "(a) GET /api/v1/version"),
     ("a_version_no_metrics", "(a) with PORTICO_METRICS=false"),
+    ("a_version_headers", "(a) with the two headers (g) adds"),
     *((key, label) for key, (label, _) in FLOORS.items()),
     *((key, label) for key, (label, _, _) in connect.ROWS.items()),
 )
@@ -50,6 +51,7 @@ def compared(bench: Bench) -> dict[str, Any]:
             {
                 "a_version": Target(main.http, PATH, main.token),
                 "a_version_no_metrics": Target(unmetered.http, PATH, unmetered.token),
+                "a_version_headers": Target(main.http, PATH, main.token, connect.SAME_HEADERS_LUA),
                 **{key: Target(base, PATH) for key, base in floors.items()},
                 **{
                     key: Target(main.http, connect.PATH, main.token, connect.script(kind, sent))

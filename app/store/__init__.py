@@ -18,8 +18,9 @@ from app.store.errors import (
 )
 from app.store.idempotency import StoredOutcome
 from app.store.leader import LeaderElection
-from app.store.objects import ObjectStore, Reader, Record, Transaction, Writer
+from app.store.objects import ObjectStore, Record
 from app.store.tables import SCHEMA_VERSION, Account, RevokedToken
+from app.store.transactions import Reader, Transaction, Writer
 from app.store.turn_lock import mark_background
 from app.store.watch import Commit, Event, EventType
 

@@ -88,8 +88,25 @@ class GroupCommit:
         error, rolled back alone if it raises. Only one turn of a process runs at a time."""
         self.writing += 1
         try:
-            async with self._turn() as runner:
+            await self._acquire()
+            try:
+                group = await self._open()
+                runner = TransactionRunner(
+                    self._executor, inline_steps=self._inline_steps, opening=TURN_SAVEPOINT
+                )
+                runner.conn = group.conn
+            except BaseException:
+                self._lock.release()
+                raise
+            try:
                 yield runner
+            except BaseException:
+                await self._close_turn(group, runner, ok=False)
+                raise
+            committed = await self._close_turn(group, runner, ok=True)
+            # Shielded: the group's outcome is every member's; one caller going away cancels
+            # only its own wait.
+            await asyncio.shield(committed)
         finally:
             # Counted until the caller's step that follows the commit has run: that step tells
             # the store's watchers what it wrote (see RevisionFeed's poller).
@@ -101,28 +118,6 @@ class GroupCommit:
     def callers_waiting(self) -> bool:
         """Whether a caller's write is queued for a turn (behind a turn or a commit)."""
         return self._lock.callers_waiting()
-
-    @contextlib.asynccontextmanager
-    async def _turn(self) -> AsyncIterator[TransactionRunner]:
-        await self._acquire()
-        try:
-            group = await self._open()
-            runner = TransactionRunner(
-                self._executor, inline_steps=self._inline_steps, opening=TURN_SAVEPOINT
-            )
-            runner.conn = group.conn
-        except BaseException:
-            self._lock.release()
-            raise
-        try:
-            yield runner
-        except BaseException:
-            await self._close_turn(group, runner, ok=False)
-            raise
-        committed = await self._close_turn(group, runner, ok=True)
-        # Shielded: the group's outcome is every member's; one caller going away cancels
-        # only its own wait.
-        await asyncio.shield(committed)
 
     async def _close_turn(
         self, group: _Group, runner: TransactionRunner, *, ok: bool

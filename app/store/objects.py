@@ -13,20 +13,19 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Collection
+from collections.abc import AsyncGenerator, Collection
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Self
 
 from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.engine import URL
 
 from app.observe.timing import instrument
 from app.store.accounts import Accounts, Revocations
-from app.store.counters import add_to_counter, read_counter, set_counter
+from app.store.counters import set_counter
 from app.store.database import Database
 from app.store.engine import DEFAULT_BUSY_TIMEOUT, create_store_engine
-from app.store.errors import AlreadyExists
 from app.store.group_commit import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SECONDS
 from app.store.idempotency import IdempotencyRecords
 from app.store.indexes import INDEXES
@@ -45,7 +44,7 @@ from app.store.records import (
     sqlite_record,
     update_record,
 )
-from app.store.runner import TransactionRunner, call_mapped
+from app.store.runner import call_mapped
 from app.store.schema import ensure_schema
 from app.store.tables import (
     COMPACTED_REVISION,
@@ -53,6 +52,7 @@ from app.store.tables import (
     core_table,
     utc_now,
 )
+from app.store.transactions import Transaction, TransactionBlock
 from app.store.watch import (
     REPLAY_BATCH,
     SQLITE_HEAD,
@@ -98,119 +98,6 @@ def _log_bounds(conn: Connection) -> tuple[int, int]:
 
 
 # --- the async API -------------------------------------------------------------------------
-
-
-class Reader(Protocol):
-    """What reading code needs: the store itself or a transaction."""
-
-    async def get(self, kind: str, key: str) -> Record | None: ...
-
-    async def list(self, kind: str, prefix: str = "") -> list[Record]: ...
-
-
-class Writer(Reader, Protocol):
-    """What writing code needs: a transaction (or the store, one write at a time)."""
-
-    async def create(self, kind: str, key: str, data: bytes | Message) -> Record: ...
-
-    async def update(self, kind: str, key: str, data: bytes | Message) -> Record: ...
-
-    async def delete(self, kind: str, key: str) -> Record: ...
-
-
-class Transaction:
-    """Reads and writes applied atomically: all of them commit, or none does.
-
-    It holds the store's write lock until it ends, so keep it short: no network calls inside.
-    Nobody else can write meanwhile, so an object it has read or written is not read again.
-    """
-
-    def __init__(self, runner: TransactionRunner) -> None:
-        self._runner = runner
-        # The revision of the last write so far (0 before any): watchers are woken up to it.
-        self.revision = 0
-        self.written: list[Event] = []  # what the writes appended to the event log
-        # Objects as this transaction last saw them (None: known to be absent).
-        self._known: dict[tuple[str, str], Record | None] = {}
-        self._now: datetime | None = None
-
-    def _time(self) -> datetime:
-        """The moment of every write of this transaction: its events share it, which is how a
-        watcher of commits (``ObjectStore.watch_commits``) tells one transaction from the next."""
-        if self._now is None:
-            self._now = utc_now()
-        return self._now
-
-    def _wrote(self, record: Record, type_: EventType) -> None:
-        self.revision = record.revision
-        self.written.append(event_of(record, type_))
-        self._known[(record.kind, record.key)] = None if type_ is EventType.DELETED else record
-
-    async def get(self, kind: str, key: str) -> Record | None:
-        """The object, as this transaction sees it."""
-        if (kind, key) in self._known:
-            return self._known[(kind, key)]
-        record = await self._runner.run(select_record, kind, key)
-        self._known[(kind, key)] = record
-        return record
-
-    async def list(self, kind: str, prefix: str = "") -> list[Record]:
-        """Objects of ``kind`` with keys starting with ``prefix``, as this transaction sees them."""
-        records = await self._runner.run(select_records, kind, prefix)
-        self._known.update(((r.kind, r.key), r) for r in records)
-        return records
-
-    async def create(self, kind: str, key: str, data: bytes | Message) -> Record:
-        """Create an object; ``AlreadyExists`` if the key is taken."""
-        if self._known.get((kind, key)) is not None:
-            raise AlreadyExists(f"{kind} {key!r} already exists")
-        record = await self._runner.run(insert_record, kind, key, as_bytes(data), self._time())
-        self._wrote(record, EventType.CREATED)
-        return record
-
-    async def update(
-        self,
-        kind: str,
-        key: str,
-        data: bytes | Message,
-        expected_revision: int | None = None,
-    ) -> Record:
-        """Replace an object's data; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
-        record, changed = await self._runner.run(
-            update_record,
-            kind,
-            key,
-            as_bytes(data),
-            expected_revision,
-            self._time(),
-            self._known.get((kind, key)),
-        )
-        if changed:
-            self._wrote(record, EventType.UPDATED)
-        return record
-
-    async def delete(self, kind: str, key: str, expected_revision: int | None = None) -> Record:
-        """Delete an object; ``NotFound`` if missing, ``Conflict`` on a stale revision."""
-        record = await self._runner.run(
-            delete_record, kind, key, expected_revision, self._time(), self._known.get((kind, key))
-        )
-        self._wrote(record, EventType.DELETED)
-        return record
-
-    # Counters (app/store/counters.py): one statement each, no event.
-
-    async def counter(self, name: str) -> int | None:
-        """The counter ``name``, or None if it was never set."""
-        return await self._runner.run(read_counter, name)
-
-    async def add_to_counter(self, name: str, delta: int) -> int | None:
-        """Add ``delta`` to the counter ``name``; its new value, or None (nothing changed) if it
-        was never set: then the caller knows what it should be and sets it."""
-        return await self._runner.run(add_to_counter, name, delta)
-
-    async def set_counter(self, name: str, value: int) -> None:
-        """Set the counter ``name`` to ``value`` (starting it if it was never set)."""
-        await self._runner.run(set_counter, name, value)
 
 
 class ObjectStore:
@@ -353,13 +240,9 @@ class ObjectStore:
         self._advance(record, EventType.DELETED)
         return record
 
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Transaction]:
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[Transaction]:
         """Several reads and writes that commit together or not at all (rolled back on error)."""
-        async with self.database.transaction() as runner:
-            tx = Transaction(runner)
-            yield tx
-        self.database.after_commit(functools.partial(self._feed.advance, tx.revision, tx.written))
+        return TransactionBlock(self.database, self._feed)
 
     def _advance(self, record: Record, type_: EventType) -> None:
         # Watchers learn of a write once it is committed (later, inside an ambient transaction).
@@ -428,4 +311,3 @@ class ObjectStore:
 # Every operation is timed (portico_store_operation_duration_seconds{operation}) and traced
 # inside a traced call; transaction steps as "transaction.<name>".
 instrument(ObjectStore, skip=frozenset({"close"}))
-instrument(Transaction, prefix="transaction.")

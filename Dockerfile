@@ -8,7 +8,7 @@ COPY pyproject.toml README.md ./
 COPY app ./app
 COPY gen ./gen
 RUN /opt/portico/bin/pip install --no-cache-dir /src
-# The dashboard's files, where app/gateway/dashboard.py looks in an install: <sys.prefix>/share/portico/static.
+# The dashboard's files, where app/gateway/pages/dashboard.py looks in an install: <sys.prefix>/share/portico/static.
 COPY static /opt/portico/share/portico/static
 
 # Runtime stage: the virtualenv only, run as an unprivileged user (same pinned base as the build).
@@ -38,5 +38,5 @@ EXPOSE 8080 50051
 # Follows PORTICO_HTTP_HOST, PORTICO_HTTP_PORT and PORTICO_TLS_CERT: set them with docker run -e,
 # not with serve's flags, which the probe cannot see.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["python", "-m", "app.healthcheck"]
+    CMD ["python", "-m", "app.cli.healthcheck"]
 CMD ["portico", "serve"]

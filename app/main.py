@@ -1,5 +1,5 @@
 """Assembly: the only module that knows every part. Builds the server from settings
-(:mod:`app.serving` runs it, :mod:`app.jobs` is its background work)."""
+(:mod:`app.server.serving` runs it, :mod:`app.server.jobs` is its background work)."""
 
 from __future__ import annotations
 
@@ -19,17 +19,22 @@ from app.auth.gate import Gate
 from app.auth.passwords import PasswordHasher
 from app.auth.service import AuthService
 from app.auth.tokens import TokenIssuer, load_secret
-from app.codegen import portico_openapi
-from app.config import ConfigurationError, Settings
+from app.calls.refusals import Rejected
+from app.cli.codegen import portico_openapi
 from app.gateway import done
-from app.gateway.codec import JsonOptions
+from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
-from app.grpc_server import create_server, start, stop
-from app.idempotency import StoredIdempotency
-from app.jobs import (
+from app.grpc_server.server import create_server, start, stop
+from app.observe import local
+from app.observe.calls import Telemetry, note_user
+from app.observe.metrics import (
+    SWITCH,
+)
+from app.server.idempotency import StoredIdempotency
+from app.server.jobs import (
     Job,
     compact_event_log,
     forget_expired_idempotency_keys,
@@ -38,13 +43,8 @@ from app.jobs import (
     sample_event_log,
     supervised,
 )
-from app.listeners import PortBusy
-from app.observe import local
-from app.observe.calls import Telemetry, note_user
-from app.observe.metrics import (
-    SWITCH,
-)
-from app.refusals import Rejected
+from app.server.listeners import PortBusy
+from app.server.tls import check_tls_files, grpc_credentials
 from app.services.checked import checked_servicers
 from app.services.edge.system import edge_system
 from app.services.kaas.demo import demo_job
@@ -53,10 +53,10 @@ from app.services.kaas.service import ClusterService
 from app.services.koor.service import StatsService
 from app.services.kudo.system import scheduler_system
 from app.services.rkt.service import RuntimeService, global_flags
+from app.settings.config import ConfigurationError, Settings
 from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
 from app.store import AlreadyExists, ObjectStore, Unavailable, make_private_folder
-from app.tls import check_tls_files, grpc_credentials
 
 log = logging.getLogger("portico")
 
@@ -256,7 +256,7 @@ def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOption
         body_timeout_seconds=settings.body_timeout_seconds,
         cors_origins=settings.cors_origins,
         rpc_prefix=settings.rpc_prefix,
-        # With a metrics port, /metrics is served there (app.serving) instead.
+        # With a metrics port, /metrics is served there (app.server.serving) instead.
         metrics_endpoint=settings.metrics and not settings.metrics_port,
         metrics_token=settings.metrics_token,
         **server_specific,

@@ -15,9 +15,9 @@ import grpc
 import httpx
 import uvicorn
 
-from app.config import Settings
-from app.gateway.connections import http_protocol
+from app.gateway.http.connections import http_protocol
 from app.main import Portico
+from app.settings.config import Settings
 
 T = TypeVar("T")
 ADMIN_PASSWORD = "admin-password"

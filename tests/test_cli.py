@@ -12,8 +12,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from app import __version__
-from app.__main__ import main
-from app.node_agent import default_cert_dir, load_or_create_certificate
+from app.cli.commands import main
+from app.cli.node_agent import default_cert_dir, load_or_create_certificate
 from tests.serve_process import Workers
 
 

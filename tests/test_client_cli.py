@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.__main__ import main
+from app.cli.commands import main
 from tests.harness import ADMIN_PASSWORD, Running, run, running, uvicorn_serving
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app import codegen
+from app.cli import codegen
 from app.gateway.registry import Registry
 
 

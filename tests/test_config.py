@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.__main__ import _parser, settings_from
-from app.config import OTHER_VARIABLES, Settings, unread_variables, variable
-from app.serving import warn_unread_variables
+from app.cli.commands import _parser, settings_from
+from app.server.serving import warn_unread_variables
+from app.settings.config import OTHER_VARIABLES, Settings, unread_variables, variable
 
 
 def test_defaults_serve_on_a_fresh_machine():

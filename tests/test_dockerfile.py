@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.healthcheck import probe_url
+from app.cli.healthcheck import probe_url
 from tests.conftest import ROOT
 from tests.reliability.server import free_port
 from tests.serve_process import Workers, serve_process
@@ -42,7 +42,7 @@ def test_dockerfile_is_multi_stage_non_root_with_a_data_volume_and_healthcheck()
     user_lines = [line for line in text.splitlines() if line.startswith("USER ")]
     assert user_lines and user_lines[-1].split()[1].split(":")[0] not in {"0", "root"}
     assert 'VOLUME ["/data"]' in text
-    assert "HEALTHCHECK" in text and "app.healthcheck" in text  # it probes /healthz
+    assert "HEALTHCHECK" in text and "app.cli.healthcheck" in text  # it probes /healthz
     assert 'CMD ["portico", "serve"]' in text
     # gen/ ships in the image, so the generated modules import there.
     assert "COPY gen ./gen" in text

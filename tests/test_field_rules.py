@@ -1,4 +1,4 @@
-"""app.field_rules: one table the servicers enforce and the OpenAPI document publishes."""
+"""app.rules.field_rules: one table the servicers enforce and the OpenAPI document publishes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from app import field_rules
-from app.codegen import portico_openapi
-from app.field_checks import violations
-from app.field_rules import FIELD_RULES, Rule
+from app.cli.codegen import portico_openapi
+from app.rules import field_rules
+from app.rules.field_checks import violations
+from app.rules.field_rules import FIELD_RULES, Rule
 from gen.cnct.kaas.api import api_pb2 as kaas
 from gen.edgeproto import operator_pb2
 from gen.scheduler import scheduler_pb2

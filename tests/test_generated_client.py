@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from app import codegen
+from app.cli import codegen
 from tests.conftest import ROOT
 from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving
 

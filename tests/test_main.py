@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import ConfigurationError
+from app.settings.config import ConfigurationError
 from tests.harness import run, running
 
 

@@ -9,7 +9,7 @@ no schema-violating request accepted, authentication not ignored.
 Two outcomes are allowed by design. A schema-valid request refused only for rules that JSON
 Schema cannot say (a label key given twice, a Kubernetes version the server does not offer, an
 App's developer that is not the ClusterInst's): those rules are the ones with a ``note`` in
-app.field_rules, the note is in the field's description, and the refusal names the field; a
+app.rules.field_rules, the note is in the field's description, and the refusal names the field; a
 refusal naming any other field fails the test. And a schema-violating request accepted because
 its violation is a ``null``, which proto3 JSON reads as the field's default (see ``_has_null``).
 
@@ -36,11 +36,12 @@ from schemathesis import GenerationMode
 from schemathesis.core.failures import FailureGroup
 from schemathesis.python import asgi
 
-from app import field_rules, limits
-from app.gateway import streaming
-from app.gateway.openapi import NDJSON, SSE
+from app.gateway.codec import streaming
+from app.gateway.openapi.document import NDJSON, SSE
 from app.gateway.registry import Registry
 from app.main import Portico
+from app.rules import field_rules
+from app.settings import limits
 from tests.harness import ADMIN_PASSWORD, settings_for
 
 pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)

@@ -11,8 +11,9 @@ import pytest
 import yaml
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
-from app import __version__, codegen
-from app.__main__ import main as portico
+from app import __version__
+from app.cli import codegen
+from app.cli.commands import main as portico
 from app.gateway.admission import NO_AUTH
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
@@ -94,7 +95,8 @@ def test_int64_fields_are_strings_and_comments_are_descriptions(committed):
     since = next(p for p in logs["parameters"] if p["name"] == "since_time")
     schema = since["schema"]
     assert (schema["type"], schema["format"]) == ("string", "int64")
-    # The pattern says the server's rule too (app.field_rules: not negative) and int64's range.
+    # The pattern says the server's rule too (app.rules.field_rules: not negative) and int64's
+    # range.
     accepted = [v for v in ("0", "42", "9223372036854775807") if re.match(schema["pattern"], v)]
     refused = [v for v in ("", "-1", "+4", "9223372036854775808") if re.match(schema["pattern"], v)]
     assert (len(accepted), refused) == (3, [])

@@ -22,16 +22,16 @@ from datetime import UTC, datetime
 import grpc
 from prometheus_client import Counter
 
-from app import field_rules
 from app.auth import policy
 from app.auth.client_address import client_address, trusted_networks
 from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
 from app.auth.throttle import LoginThrottle, Throttled
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
-from app.callers import Caller, current_caller
+from app.calls.callers import Caller, current_caller
+from app.calls.refusals import Rejected, Violations
+from app.calls.shared_calls import SharedCalls
 from app.observe.metrics import LOCKOUTS, LOGINS, SWITCH, TOKEN_REFUSALS
-from app.refusals import Rejected, Violations
-from app.shared_calls import SharedCalls
+from app.rules import field_rules
 from app.store import Account, ObjectStore
 
 # Logins, failed logins, lockouts and account changes: one line each, for the operator.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from enum import Enum
 
-from app.callers import Role
+from app.calls.callers import Role
 
 
 class Access(Enum):

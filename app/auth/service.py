@@ -6,8 +6,8 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from app.auth.gate import Gate
-from app.callers import call_request_id, current_caller
-from app.refusals import Rejected
+from app.calls.callers import call_request_id, current_caller
+from app.calls.refusals import Rejected
 from gen.resources.timestamp import timestamp_pb2 as portico_timestamp
 from gen.services.auth import auth_pb2, auth_pb2_grpc
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from jose import ExpiredSignatureError, JWTError, jwt
 
-from app.config import ConfigurationError
+from app.settings.config import ConfigurationError
 
 ALGORITHM = "HS256"
 ISSUER = "portico"

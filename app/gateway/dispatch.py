@@ -12,9 +12,11 @@ import contextlib
 from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
-from app import stream_position
-from app.gateway import http_io, streaming
+from app.calls import stream_position
+from app.gateway import http_io
+from app.gateway.codec import streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
+from app.gateway.http.stream_response import StreamResponse
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch
 from app.gateway.invoker import (
@@ -27,7 +29,6 @@ from app.gateway.invoker import (
     until_deadline,
 )
 from app.gateway.stages import Stages
-from app.gateway.stream_response import StreamResponse
 from app.observe.calls import UNMATCHED, Observation
 
 

@@ -23,7 +23,7 @@ import grpc
 from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
-from app import limits
+from app.settings import limits
 
 # The canonical mapping (google/rpc/code.proto, grpc-gateway): the one table both directions use.
 HTTP_STATUS_BY_CODE: dict[grpc.StatusCode, int] = {

@@ -18,7 +18,8 @@ from typing import Any
 import grpc
 from starlette.types import Receive, Scope, Send
 
-from app.gateway import done, streaming
+from app.gateway import done
+from app.gateway.codec import streaming
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import (
     STATUS_DETAILS_KEY,
@@ -28,7 +29,7 @@ from app.gateway.errors import (
     body_too_slow,
     unsupported_media_type,
 )
-from app.gateway.slow_reads import slow_reads
+from app.gateway.http.slow_reads import slow_reads
 from app.observe.calls import Observation
 
 Headers = dict[bytes, bytes]  # ASGI request headers, names in lower case
@@ -264,4 +265,16 @@ async def send_error(
     payload = error.status_json(proto_names)
     await send_whole(
         send, error.http_status, b"application/json", payload, request_id, context, error.headers
+    )
+
+
+def metadata_headers(metadata: Metadata, prefix: str = "") -> tuple[tuple[str, str], ...]:
+    """Metadata as HTTP headers (``-bin`` values in base64), named with ``prefix``."""
+    return tuple(
+        (
+            prefix + key,
+            base64.b64encode(value).decode() if isinstance(value, bytes) else value,
+        )
+        for key, value in metadata
+        if not key.startswith("grpc-")
     )

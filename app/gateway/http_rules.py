@@ -12,8 +12,8 @@ from urllib.parse import unquote
 
 from google.protobuf import descriptor
 
+from app.gateway.codec.text_fields import FieldPath, resolve_field_path
 from app.gateway.registry import HttpBinding, Method
-from app.gateway.text_fields import FieldPath, resolve_field_path
 
 
 class TemplateError(ValueError):

@@ -12,28 +12,19 @@ The key travels as the ``Idempotency-Key`` HTTP header or the ``idempotency-key`
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
-from typing import Protocol
+from collections.abc import AsyncGenerator, Awaitable, Iterable
 
 from google.protobuf.message import Message
 
 from app.gateway.context import Metadata
 from app.gateway.errors import BadRequest
 from app.gateway.invoker import Call, Invoker, Request
+from app.gateway.options import Idempotency
 from app.gateway.registry import Method
 
 HEADER = "Idempotency-Key"
 METADATA_KEY = "idempotency-key"
 MAX_KEY_LENGTH = 255
-
-
-class Idempotency(Protocol):
-    """Runs a keyed call at most once per (caller, key): ``run`` the first time, else the first
-    outcome again. Errors (the call's own or a refusal of the key) are raised as GatewayError."""
-
-    async def __call__(
-        self, method: Method, key: str, request: Message, run: Callable[[], Awaitable[Message]]
-    ) -> Message: ...
 
 
 def is_mutating(method: Method) -> bool:

@@ -19,9 +19,9 @@ from google.protobuf.message import Message
 from starlette.types import Scope
 
 from app.gateway import http_io
-from app.gateway.connections import ON_DISCONNECT
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError, internal_error
+from app.gateway.http.connections import ON_DISCONNECT
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry

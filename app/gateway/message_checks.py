@@ -1,10 +1,11 @@
 """Checks every request message passes, whichever transport decoded it.
 
-JSON requests are checked on their JSON tree before conversion (:mod:`app.gateway.codec`), where
-a wrong number is still visible (``3.9`` or ``2**40`` for an enum is truncated or wrapped by the
-conversion); binary gRPC requests are checked here once parsed: no repeated or map field over
-:data:`app.limits.MAX_REPEATED_ELEMENTS` and, when unknown input is refused, no enum number the
-enum does not define. Domain ranges (a latitude, a port) are the servicers' validation.
+JSON requests are checked on their JSON tree before conversion
+(:mod:`app.gateway.codec.json_mapping`), where a wrong number is still visible (``3.9`` or ``2**40``
+for an enum is truncated or wrapped by the conversion); binary gRPC requests are checked here once
+parsed: no repeated or map field over :data:`app.settings.limits.MAX_REPEATED_ELEMENTS` and, when
+unknown input is refused, no enum number the enum does not define. Domain ranges (a latitude, a
+port) are the servicers' validation.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from typing import cast
 from google.protobuf import descriptor
 from google.protobuf import message as message_pb
 
-from app import limits
+from app.settings import limits
 
 Violation = tuple[str, str]
 
 
 def request_violations(msg: message_pb.Message, strict: bool = True) -> list[Violation]:
-    """Violations of ``msg`` at any depth (at most :data:`app.limits.MAX_VIOLATIONS`)."""
+    """Violations of ``msg`` at any depth (at most :data:`app.settings.limits.MAX_VIOLATIONS`)."""
     found: list[Violation] = []
     stack: list[tuple[message_pb.Message, str]] = [(msg, "")]
     while stack and len(found) < limits.MAX_VIOLATIONS:

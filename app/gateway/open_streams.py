@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
-from app import limits
 from app.gateway.errors import GatewayError
+from app.settings import limits
 
 SHUTTING_DOWN = "server shutting down"
 

@@ -4,23 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from app import limits
+from google.protobuf.message import Message
+
 from app.gateway.admission import refuse_every_call
-from app.gateway.codec import JsonOptions
+from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.context import Metadata
 from app.gateway.open_streams import OpenStreams
 from app.gateway.registry import Method
 from app.observe.calls import Telemetry
-
-if TYPE_CHECKING:  # the idempotency module builds on the invoker, which reads these options
-    from app.gateway.idempotency import Idempotency
+from app.settings import limits
 
 # Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
 # Both transports call it (the gRPC server's interceptor and the HTTP flows), so it is one gate;
 # what it returns is the gate's business (it hands the caller to servicers itself).
 Authenticate = Callable[[Method, Metadata], Awaitable[object]]
+
+
+class Idempotency(Protocol):
+    """Runs a keyed call at most once per (caller, key): ``run`` the first time, else the first
+    outcome again. Errors (the call's own or a refusal of the key) are raised as GatewayError.
+    (:mod:`app.gateway.idempotency` decides which calls take a key and hands them to it.)"""
+
+    async def __call__(
+        self, method: Method, key: str, request: Message, run: Callable[[], Awaitable[Message]]
+    ) -> Message: ...
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ never pass through it.
 
 The protocol adapters (Connect, gRPC-Web) are flows built here over the same
 :class:`~app.gateway.stages.Stages` (route table, transcoder, gate and invoker); a
-:class:`~app.gateway.protocols.ProtocolSwitch` sends each RPC request to its protocol's flow.
+:class:`~app.gateway.protocols.detect.ProtocolSwitch` sends each RPC request to its protocol's flow.
 """
 
 from __future__ import annotations
@@ -24,20 +24,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.gateway import api_docs, dashboard
 from app.gateway.admission import NO_AUTH
-from app.gateway.codec import dump_json
+from app.gateway.codec.json_mapping import dump_json
+from app.gateway.codec.transcoding import Transcoder
 from app.gateway.dispatch import RpcDispatcher
 from app.gateway.http_rules import build_route_table
 from app.gateway.idempotency import IdempotentInvoker
 from app.gateway.invoker import Invoker, ServicerInvoker
-from app.gateway.openapi import openapi_document
+from app.gateway.openapi.document import openapi_document
 from app.gateway.options import GatewayOptions
-from app.gateway.protocols import ProtocolSwitch
+from app.gateway.pages import api_docs, dashboard
+from app.gateway.protocols.detect import ProtocolSwitch
+from app.gateway.protocols.websocket import WebSocketDispatcher
 from app.gateway.registry import Registry
 from app.gateway.stages import Stages
-from app.gateway.transcoding import Transcoder
-from app.gateway.websocket import WebSocketDispatcher
 from app.observe import local
 from app.observe.exposition import METRICS_PATH, token_accepted
 from app.observe.metrics import exposition

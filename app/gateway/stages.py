@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.gateway.codec.transcoding import Transcoder
 from app.gateway.http_rules import RouteTable
 from app.gateway.invoker import Invoker
 from app.gateway.options import GatewayOptions
-from app.gateway.transcoding import Transcoder
 
 
 @dataclass(frozen=True)

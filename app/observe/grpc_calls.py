@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from app.grpc_context import caller_request_id
+from app.grpc_server.context import caller_request_id
 from app.observe.calls import Observation, RpcTelemetry, Telemetry
 from app.observe.tracing import tracer
 

@@ -8,11 +8,10 @@ import logging
 import signal
 
 from app import __version__
-from app.config import ConfigurationError, Settings
-from app.listeners import http_socket
 from app.observe.logs import configure_logging
 from app.proxy.server import Proxy, check_proxy_settings
-from app.serving import (
+from app.server.listeners import http_socket
+from app.server.serving import (
     base_url,
     run_event_loop,
     serve_metrics_apart,
@@ -20,6 +19,7 @@ from app.serving import (
     stopped_by_signals,
     warn_unread_variables,
 )
+from app.settings.config import ConfigurationError, Settings
 
 log = logging.getLogger("portico.proxy")
 

@@ -24,24 +24,24 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app import __version__
 from app.auth.gate import Gate
 from app.auth.service import AuthService
-from app.codegen import GEN, is_public
-from app.config import ConfigurationError, Settings
+from app.cli.codegen import GEN, is_public
 from app.gateway.admission import NO_AUTH
-from app.gateway.codec import JsonOptions
+from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.invoker import Invoker, ServicerInvoker
 from app.gateway.open_streams import OpenStreams, shutting_down
-from app.gateway.openapi import openapi_document
+from app.gateway.openapi.document import openapi_document
 from app.gateway.options import GatewayOptions
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
-from app.jobs import purge_expired_revocations, supervised
 from app.main import admit_caller, gateway_options, open_gate, store_answers
 from app.observe.calls import Telemetry
 from app.observe.metrics import SWITCH
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
+from app.server.jobs import purge_expired_revocations, supervised
+from app.server.tls import check_upstream_tls, upstream_credentials
+from app.settings.config import ConfigurationError, Settings
 from app.store import ObjectStore
-from app.tls import check_upstream_tls, upstream_credentials
 
 log = logging.getLogger("portico.proxy")
 

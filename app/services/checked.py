@@ -1,4 +1,4 @@
-"""Every servicer checks its requests against :mod:`app.field_rules` before its own code runs.
+"""Every servicer checks its requests against :mod:`app.rules.field_rules` before its own code runs.
 
 The field rules are the part of the servicers' validation that the OpenAPI document publishes:
 applied here, to every request of every RPC (each message of a client stream too), they are the
@@ -18,8 +18,8 @@ import grpc
 from google.protobuf import descriptor, descriptor_pool
 from google.protobuf.message import Message
 
-from app import field_checks
-from app.refusals import Violations
+from app.calls.refusals import Violations
+from app.rules import field_checks
 from app.services.status import abort_invalid
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,7 +38,7 @@ def checked_servicers(servicers: dict[str, object]) -> dict[str, object]:
 
 
 def rule_violations(request: Message, method: str) -> Violations:
-    """The request's violations of the field rules (app.field_rules) of ``method``."""
+    """The request's violations of the field rules (app.rules.field_rules) of ``method``."""
     found = Violations()
     for path, problem in field_checks.violations(request, method):
         found.add(path, problem)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from app import field_rules
+from app.rules import field_rules
 
 
 def dns_label_problem(name: str) -> str | None:
-    """Why ``name`` is not a DNS-1123 label (app.field_rules.DNS_LABEL), or None."""
+    """Why ``name`` is not a DNS-1123 label (app.rules.field_rules.DNS_LABEL), or None."""
     return field_rules.DNS_LABEL.problem(name) if name else "is required"
 
 

@@ -2,7 +2,7 @@
 
 Every servicer reports errors through these functions, so both transports carry the same
 ``google.rpc.Status`` (with ``google.rpc.BadRequest`` details naming each wrong field). The
-refusal type and the violations live in :mod:`app.refusals`, shared with the auth package.
+refusal type and the violations live in :mod:`app.calls.refusals`, shared with the auth package.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import NoReturn
 
 import grpc
 
-from app.callers import call_request_id
-from app.refusals import Rejected, Violation, Violations, rich_status
+from app.calls.callers import call_request_id
+from app.calls.refusals import Rejected, Violation, Violations, rich_status
 from app.store import StoreError
 
 log = logging.getLogger("portico.services")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select
 
-from app import stream_position
+from app.calls import stream_position
 from app.observe import local
 from app.observe.metrics import SWITCH, WATCH_LAG_SECONDS
 from app.store.counters import read_counter

@@ -12,7 +12,7 @@ import pytest
 from jose import jwt
 
 from app.auth.tokens import InvalidToken, TokenIssuer, load_secret
-from app.config import ConfigurationError
+from app.settings.config import ConfigurationError
 
 SECRET = b"s" * 32
 ISSUER = TokenIssuer(SECRET, ttl_seconds=600)

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from app.__main__ import main
+from app.cli.commands import main
 from tests.harness import run, running
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.codegen import readme_with_section
+from app.cli.codegen import readme_with_section
 from tests.bench.cases import TURN_SECONDS
 from tests.bench.procs import ROOT
 

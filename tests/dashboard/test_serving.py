@@ -1,4 +1,4 @@
-"""How the gateway serves the dashboard's files (app/gateway/dashboard.py), over plain HTTP."""
+"""How the gateway serves the dashboard's files (gateway/pages/dashboard.py), over plain HTTP."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.gateway import dashboard
 from app.gateway.errors import GatewayError
+from app.gateway.pages import dashboard
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
 from tests.conftest import ROOT

@@ -14,7 +14,7 @@ import httpx
 from app.gateway.admission import NO_AUTH
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
-from app.grpc_server import create_server, start, stop
+from app.grpc_server.server import create_server, start, stop
 
 from .shelf import SERVICE, ShelfServicer, pb, pb_grpc
 

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from app.gateway.admission import NO_AUTH
-from app.gateway.codec import JsonOptions
+from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.routes import GatewayOptions
 
 from .conftest import run, serving

@@ -14,8 +14,8 @@ import pytest
 from google.rpc import error_details_pb2
 
 from app.gateway.admission import NO_AUTH
-from app.gateway.connect import CODE_NAMES
 from app.gateway.errors import GatewayError
+from app.gateway.protocols.connect import CODE_NAMES
 from app.gateway.routes import GatewayOptions, create_app
 from tests.harness import uvicorn_serving
 

@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import descriptor, json_format
 from google.protobuf.message import Message
 
-from app.gateway.json_reader import read_plain
+from app.gateway.codec.json_reader import read_plain
 from app.gateway.registry import Registry
 
 from .shelf import pb

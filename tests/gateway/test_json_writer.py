@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import json_format, struct_pb2
 from google.protobuf.message import Message
 
-from app.gateway.json_writer import _holds_any, write_plain
+from app.gateway.codec.json_writer import _holds_any, write_plain
 from app.gateway.registry import Registry
 
 from .shelf import pb

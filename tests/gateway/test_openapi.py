@@ -16,10 +16,10 @@ from grpc_tools import protoc
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 from app.gateway.admission import NO_AUTH
-from app.gateway.codec import JsonOptions
-from app.gateway.openapi import openapi_document
-from app.gateway.openapi_rules import decimal_pattern
-from app.gateway.proto_comments import source_comments
+from app.gateway.codec.json_mapping import JsonOptions
+from app.gateway.openapi.document import openapi_document
+from app.gateway.openapi.proto_comments import source_comments
+from app.gateway.openapi.rules import decimal_pattern
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from app.gateway import transcoding
-from app.gateway.codec import JsonOptions
-from app.gateway.transcoding import Transcoder
+from app.gateway.codec import transcoding
+from app.gateway.codec.json_mapping import JsonOptions
+from app.gateway.codec.transcoding import Transcoder
 from gen.v1alpha import api_pb2 as rkt
 
 PLAN: Any = SimpleNamespace(response_body="")  # all reply_json reads of a binding

@@ -8,10 +8,10 @@ import pytest
 from google.protobuf import json_format
 
 from app.gateway.admission import NO_AUTH
-from app.gateway.codec import JsonOptions
+from app.gateway.codec.json_mapping import JsonOptions
+from app.gateway.codec.transcoding import query_pairs
 from app.gateway.errors import GatewayError
 from app.gateway.routes import GatewayOptions
-from app.gateway.transcoding import query_pairs
 
 from .conftest import run, serving
 from .shelf import pb

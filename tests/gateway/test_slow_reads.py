@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from app.gateway.slow_reads import slow_reads
+from app.gateway.http.slow_reads import slow_reads
 
 from .conftest import run
 

@@ -245,7 +245,7 @@ def test_a_metrics_port_serves_metrics_apart_from_the_api(tmp_path):
     ],
 )
 def test_observability_settings_are_checked_at_start(changes, named):
-    from app.config import ConfigurationError, Settings
+    from app.settings.config import ConfigurationError, Settings
 
     with pytest.raises(ConfigurationError, match=named):
         Settings(**changes)

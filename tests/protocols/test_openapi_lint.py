@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from app import codegen
+from app.cli import codegen
 
 from .node_clients import NODE_DIR, prepared_node
 

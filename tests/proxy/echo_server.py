@@ -97,7 +97,7 @@ async def serve(port: int, reflection_versions: str, tls: list[str] | None) -> N
     server = grpc.aio.server()
     pb_grpc.add_EchoServicer_to_server(servicer_class(pb, pb_grpc)(), server)
     if reflection_versions == "both":
-        from app.reflection import Reflection
+        from app.grpc_server.reflection import Reflection
 
         server.add_generic_rpc_handlers(Reflection([service]).handlers())
     elif reflection_versions == "v1alpha":

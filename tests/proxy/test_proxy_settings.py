@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.__main__ import main
+from app.cli.commands import main
 from tests.proxy.processes import descriptor_set, free_port, start_proxy
 
 

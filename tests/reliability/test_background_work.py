@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from app import limits
+from app.settings import limits
 from tests.bench.procs import frozen_heap
 from tests.harness import run, running, uvicorn_serving
 from tests.reliability.probes import version_reply_times

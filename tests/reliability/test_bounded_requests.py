@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 import httpx
 
-from app import limits
+from app.settings import limits
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.bench.procs import frozen_heap
 from tests.harness import run, running, uvicorn_serving

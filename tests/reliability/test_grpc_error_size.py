@@ -10,7 +10,7 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from app import limits
+from app.settings import limits
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import run, running
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from app.config import ConfigurationError, Settings
 from app.gateway.idempotency import is_mutating
 from app.gateway.registry import Registry
+from app.settings.config import ConfigurationError, Settings
 from app.store.tables import utc_now
 from app.store.watch import read_events
 from gen.edgeproto import operator_pb2, operator_pb2_grpc

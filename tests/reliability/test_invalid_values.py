@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 import pytest
 
-from app import limits
+from app.settings import limits
 from gen.edgeproto import cloudlet_pb2, cloudlet_pb2_grpc, notice_pb2, notice_pb2_grpc, operator_pb2
 from tests.harness import Running, run, running
 

@@ -11,7 +11,7 @@ import httpx
 from app.gateway.admission import NO_AUTH
 from app.gateway.registry import Registry
 from app.gateway.routes import GatewayOptions, create_app
-from app.grpc_server import create_server, start, stop
+from app.grpc_server.server import create_server, start, stop
 from app.services.kudo.certificates import self_signed
 from app.services.kudo.records import NODE
 from app.services.kudo.service import NodeService

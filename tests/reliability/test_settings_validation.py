@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.__main__ import main
+from app.cli.commands import main
 from app.store import SCHEMA_VERSION, ObjectStore
 from tests.harness import run, running
 
@@ -43,7 +43,7 @@ def _started_anyway(settings: object) -> None:
 )
 def test_a_bad_setting_stops_serve_with_one_line(monkeypatch, variable, value, allowed):
     monkeypatch.setenv(variable, value)
-    monkeypatch.setattr("app.serving.serve", _started_anyway)
+    monkeypatch.setattr("app.server.serving.serve", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["serve"])
     message = str(stopped.value.code)
@@ -53,7 +53,7 @@ def test_a_bad_setting_stops_serve_with_one_line(monkeypatch, variable, value, a
 
 
 def test_a_bad_flag_is_refused_the_same_way(monkeypatch):
-    monkeypatch.setattr("app.serving.serve", _started_anyway)
+    monkeypatch.setattr("app.server.serving.serve", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["serve", "--workers", "0"])
     assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")
@@ -72,7 +72,7 @@ def test_a_host_this_machine_cannot_listen_on_stops_serve_with_one_line(
     for setting in ("PORTICO_HTTP_PORT", "PORTICO_GRPC_PORT"):
         monkeypatch.setenv(setting, "0")
     monkeypatch.setenv("PORTICO_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr("app.serving.run_event_loop", _started_anyway)
+    monkeypatch.setattr("app.server.serving.run_event_loop", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["serve"])
     message = str(stopped.value.code)

@@ -27,7 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from app.gateway.admission import NO_AUTH
 from app.gateway.open_streams import OpenStreams
 from app.gateway.routes import GatewayOptions, create_app
-from app.grpc_server import create_server, start, stop
+from app.grpc_server.server import create_server, start, stop
 from app.store import ObjectStore
 from gen.edgeproto import node_pb2, notice_pb2, notice_pb2_grpc
 from tests.gateway.conftest import shelf_registry

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import uvicorn
 
-from app.serving import http_config
+from app.server.serving import http_config
 from tests.harness import run, running, settings_for
 
 TIMEOUT = 0.5

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from app.config import ConfigurationError, Settings
-from app.tls import check_tls_files
+from app.server.tls import check_tls_files
+from app.settings.config import ConfigurationError, Settings
 from gen.scheduler import scheduler_pb2, scheduler_pb2_grpc
 from gen.services.auth import auth_pb2, auth_pb2_grpc
 from tests.harness import ADMIN_PASSWORD
@@ -53,7 +53,7 @@ def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path)
             "PORTICO_HTTP_PORT": str(server.http_port),
             "PORTICO_TLS_CERT": str(server_cert.cert_path),
         }
-        probe = [sys.executable, "-m", "app.healthcheck"]
+        probe = [sys.executable, "-m", "app.cli.healthcheck"]
         assert subprocess.run(probe, env=probe_env, cwd=ROOT, check=False).returncode == 0
         # REST: TLS only (browsers have no client certificates), verified against the CA.
         login = {"username": "admin", "password": ADMIN_PASSWORD}

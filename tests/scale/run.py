@@ -29,7 +29,7 @@ from typing import Any
 
 import psycopg
 
-from app.codegen import readme_with_section
+from app.cli.codegen import readme_with_section
 from tests.bench import wrk
 from tests.bench.cases import create, read, sse
 from tests.bench.procs import ROOT, Processes, machine, stopped_on_signals

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.jobs import run_while_leader
+from app.server.jobs import run_while_leader
 from app.store import LeaderElection, ObjectStore
 from tests.harness import eventually
 from tests.store.conftest import run

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from app.config import Settings
 from app.services.edge.demo import demo_job
 from app.services.edge.objects import EdgeObjects
 from app.services.edge.presence import ReplicaPresence, prune_stale_job, replica_address
 from app.services.edge.resource_manager import Faults, ResourceManager
 from app.services.edge.service import EdgeApis
+from app.settings.config import Settings
 from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection
 from app.store import ObjectStore

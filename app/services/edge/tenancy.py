@@ -31,7 +31,7 @@ import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.callers import Role, current_caller
+from app.calls.callers import Role, current_caller
 from app.services.status import Rejected
 
 Owner = Callable[[Any], str]  # of a key message

@@ -17,7 +17,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app import field_rules
+from app.rules import field_rules
 from app.services.status import Violations
 from gen.edgeproto import (
     app_inst_pb2,
@@ -37,7 +37,7 @@ _PORT_PROTOCOLS = ("tcp", "udp", "http")
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid object name (app.field_rules.EDGE_NAME), or None."""
+    """Why ``name`` is not a valid object name (app.rules.field_rules.EDGE_NAME), or None."""
     return field_rules.EDGE_NAME.problem(name) if name else "is required"
 
 

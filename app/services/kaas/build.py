@@ -13,7 +13,7 @@ The document's fields describe a Go binary; Portico fills them with their Python
 - ``compiler``: the Python implementation (``CPython``); ``platform``: ``linux/amd64`` style.
 
 These are facts of the build rather than settings, which is why they are read here and not in
-``app/config.py``.
+``app/settings/config.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The rules a field states on its own (DNS-label names, control planes of 1, 3 or 5 machines for an
 etcd quorum, ``standard`` or ``gpu`` machines, 1 to ``MAX_MACHINES_PER_POOL`` machines a pool, at
 most ``MAX_WORKER_POOLS`` pools, Kubernetes label syntax, ``control-plane`` reserved for the
-control plane's own machines) are in :mod:`app.field_rules`, which the OpenAPI document also
+control plane's own machines) are in :mod:`app.rules.field_rules`, which the OpenAPI document also
 reads. What needs more than one field is here: a supported version, pool names and label keys
 unique, the pools of a cluster in all.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from app import field_rules
-from app.field_rule import Rule
-from app.limits import MAX_WORKER_POOLS, shown
+from app.rules import field_rules
+from app.rules.field_rule import Rule
 from app.services.checked import rule_violations
 from app.services.status import Violations
+from app.settings.limits import MAX_WORKER_POOLS, shown
 from gen.cnct.kaas.api import api_pb2
 
 _API = "cnct.kaas.api.Cluster."

@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator
 import grpc
 from google.protobuf import empty_pb2
 
-from app.callers import Role, current_caller
+from app.calls.callers import Role, current_caller
 from app.services.checked import checks_own_fields
 from app.services.kudo import instances, nodes
 from app.services.kudo.certificates import (

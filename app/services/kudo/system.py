@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from app.config import Settings
 from app.services.kudo.health import failure_detection_job
 from app.services.kudo.instances import create_instance
 from app.services.kudo.records import INSTANCE, InstanceRecord
@@ -14,6 +13,7 @@ from app.services.kudo.runtime import runtime_job
 from app.services.kudo.scheduling import scheduling_job
 from app.services.kudo.service import InstanceService, NodeService
 from app.services.kudo.simulated_nodes import simulated_nodes_job
+from app.settings.config import Settings
 from app.sim.clock import Clock, SimClock
 from app.store import ObjectStore
 from gen.scheduler import scheduler_pb2 as pb

@@ -1,7 +1,7 @@
 """Checks of scheduler requests: every problem of a request is reported at once, by field.
 
 The rules of single fields (identifiers, ports 1-65535, at most 64 ports, ``NAME=value``
-variables, positive resource limits) are in :mod:`app.field_rules`, which the OpenAPI document
+variables, positive resource limits) are in :mod:`app.rules.field_rules`, which the OpenAPI document
 also reads; the image reference and ports used twice are checked here.
 
 Instance ids and names follow what the original controller sent: it picks ids itself

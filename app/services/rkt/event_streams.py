@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import grpc
 
-from app import stream_position
+from app.calls import stream_position
+from app.calls.shared_calls import SharedCalls
 from app.services.kudo.records import INSTANCE, InstanceRecord
 from app.services.rkt import filters
 from app.services.rkt.events import EventTranslator
@@ -26,7 +27,6 @@ from app.services.rkt.feed import EventFeed, FeedBehind, translate
 from app.services.rkt.visibility import sees_every_pod, visible
 from app.services.rkt.waiting import NextEvent
 from app.services.status import abort_store_error
-from app.shared_calls import SharedCalls
 from app.store import ObjectStore, StoreError
 from gen.v1alpha import api_pb2 as pb
 

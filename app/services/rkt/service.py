@@ -28,7 +28,6 @@ from collections.abc import AsyncIterator
 import grpc
 
 from app import __version__
-from app.limits import MAX_FILTERS
 from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.kudo.records import BY_IMAGE, INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
@@ -39,6 +38,7 @@ from app.services.rkt.logs import PodLog, output_interval_ns
 from app.services.rkt.pods import pod_of
 from app.services.rkt.visibility import visible
 from app.services.status import Violations, abort, abort_invalid, abort_store_error
+from app.settings.limits import MAX_FILTERS
 from app.store import ObjectStore, Record, StoreError
 from gen.scheduler import scheduler_pb2 as spb
 from gen.v1alpha import api_pb2 as pb

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.callers import Role, current_caller
+from app.calls.callers import Role, current_caller
 from app.services.kudo.records import InstanceRecord
 
 

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Generic, Protocol, TypeVar
 
-from app import stream_position
+from app.calls import stream_position
 
 
 class _Positioned(Protocol):

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from google.protobuf import json_format
 
-from app.config import DEFAULT_K8S_VERSIONS
 from app.services.kaas.records import CLUSTER, CLUSTER_SPEC, machine_count, reserve_machines
+from app.settings.config import DEFAULT_K8S_VERSIONS
 from app.store import ObjectStore
 from gen.cnct.kaas.api import api_pb2
 from tests.bench.cases import Bench, Case

@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from app.__main__ import main
+from app.cli.commands import main
 from app.gateway.registry import Method, Registry
 from gen.edgeproto import (
     app_inst_pb2,

@@ -13,7 +13,7 @@ import pytest
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from app.gateway.proto_comments import source_comments
+from app.gateway.openapi.proto_comments import source_comments
 from app.services.koor.service import STORAGE_CLUSTER_KEY, STORAGE_SPEC, StatsService
 from app.sim.clock import ManualClock
 from app.sim.storage_spec import POOLS

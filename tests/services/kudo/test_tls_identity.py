@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.grpc_server import create_server
+from app.grpc_server.server import create_server
 from gen.scheduler import scheduler_pb2 as pb
 from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from tests.harness import Running, run, running

@@ -1,0 +1,159 @@
+"""The flow of an RPC whose messages travel in envelopes: Connect streams and gRPC-Web.
+
+Both protocols read request envelopes, answer ``200`` at once with reply envelopes and end with
+a frame that carries the status: only the frames differ, so each protocol hands this flow an
+:class:`EnvelopeWire` and the flow runs gate → invoker exactly as the REST flow does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from google.protobuf.message import Message
+from starlette.types import Receive, Send
+
+from app.gateway import http_io
+from app.gateway.codec.wire_codecs import WireCodec
+from app.gateway.context import GatewayContext
+from app.gateway.errors import BadRequest, GatewayError
+from app.gateway.http_io import Ended
+from app.gateway.http_rules import BindingPlan
+from app.gateway.invoker import Call, Request, admit, stream_ending, until_deadline
+from app.gateway.protocols.envelopes import COMPRESSED, gunzip, read_envelopes
+from app.gateway.stages import Stages
+from app.observe.calls import Observation
+
+
+class EnvelopeWire(Protocol):
+    """One protocol's frames for one call."""
+
+    content_type: bytes
+    codec: WireCodec
+    # The request's compression for flagged envelopes ("" or "identity": none may be flagged).
+    request_encoding: str
+
+    def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
+        """The body as envelope bytes (gRPC-Web text decodes base64 here)."""
+        ...
+
+    def headers(self, context: GatewayContext) -> tuple[tuple[str, str], ...]:
+        """Response headers beyond content type and request id."""
+        ...
+
+    def message(self, payload: bytes) -> bytes:
+        """One reply envelope, as sent."""
+        ...
+
+    def end(self, error: GatewayError | None, context: GatewayContext) -> bytes:
+        """The final frame: the status and trailing metadata, as sent."""
+        ...
+
+
+async def serve_enveloped(
+    stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
+) -> Ended:
+    """Run the call; a disconnect cancels it (and this flow) without an answer. How it ended:
+    every answer is a ``200`` whose last frame carries the code."""
+    return await http_io.run_call(_run(stages, plan, call, wire, receive, send))
+
+
+async def _run(
+    stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
+) -> Ended:
+    context = call.context
+    streams = stages.options.streams
+    started = False
+    try:
+        stream = streams.enter()  # counted, so a graceful shutdown ends it
+    except GatewayError as exc:
+        await http_io.start(send, 200, wire.content_type, call.request_id, None)
+        await send({"type": "http.response.body", "body": wire.end(exc, context)})
+        return exc.code.name, 200
+    pump = http_io.pump_cancelling_on_disconnect(receive, context)
+    method = call.method
+
+    async def start() -> None:
+        nonlocal started
+        started = True
+        context.headers_sent = True
+        extra = wire.headers(context)
+        await http_io.start(send, 200, wire.content_type, call.request_id, None, extra)
+
+    error: GatewayError | None = None
+    try:
+        await admit(call, stages.options.authenticate)
+        limit = stages.options.max_body_bytes
+        messages = _messages(wire, pump.payloads(), plan, limit)
+        request: Request
+        if method.client_streaming:
+            context.read_from(messages)
+            request = messages
+        else:
+            request = await _only_message(messages)
+        if not method.server_streaming:
+            reply = await stages.invoker.unary(call, request)
+            await start()
+            body = wire.message(wire.codec.encode(plan, reply))
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        else:
+            replies = stages.invoker.stream(call, request)
+            async with contextlib.aclosing(replies), until_deadline(context):
+                async for reply in replies:
+                    if not started:
+                        await start()
+                    body = wire.message(wire.codec.encode(plan, reply))
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+            error = context.status_error()
+    except (Exception, asyncio.CancelledError) as exc:
+        error = stream_ending(call, streams, exc)
+    finally:
+        context.finish()
+        pump.stop()
+        streams.leave(stream)
+    if not started:
+        await start()
+    await send({"type": "http.response.body", "body": wire.end(error, context)})
+    return None if error is None else (error.code.name, 200)
+
+
+async def _messages(
+    wire: EnvelopeWire, chunks: AsyncIterator[bytes | str], plan: BindingPlan, limit: int
+) -> AsyncIterator[Message]:
+    """Request messages from the body's envelopes, decoded as they arrive."""
+    number = 0
+    async for flags, payload in read_envelopes(wire.request_chunks(chunks), limit):
+        number += 1
+        if flags & ~COMPRESSED:
+            raise BadRequest(f"request envelope {number} has unknown flags {flags:#04x}")
+        if flags & COMPRESSED:
+            if wire.request_encoding != "gzip":
+                raise BadRequest(
+                    f"request envelope {number} is compressed, but the request names "
+                    f"no compression it may use ({wire.request_encoding or 'none'})"
+                )
+            payload = gunzip(payload, limit)
+        yield wire.codec.decode(payload, plan.method, f"request message {number}")
+
+
+async def _only_message(messages: AsyncIterator[Message]) -> Message:
+    """The one request of a call that takes one: none or a second is an error."""
+    first = await anext(messages, None)
+    if first is None:
+        raise BadRequest("the request has no message; this method takes exactly one")
+    if await anext(messages, None) is not None:
+        raise BadRequest("the request has more than one message; this method takes one")
+    return first
+
+
+def begin_observation(
+    stages: Stages, protocol: str, plan: BindingPlan, headers: http_io.Headers, request_id: str
+) -> Observation:
+    """The call's telemetry, begun as the REST flow begins its own (continuing a caller's
+    trace)."""
+    streaming = plan.method.kind != "unary"
+    return stages.options.telemetry.rpc(protocol, plan.method.full_name, streaming).begin(
+        request_id, *http_io.trace_context(headers)
+    )

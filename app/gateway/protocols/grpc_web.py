@@ -1,0 +1,136 @@
+"""gRPC-Web (github.com/grpc/grpc/blob/master/doc/PROTOCOL-WEB.md) over the same routes, gate
+and invoker: gRPC's envelopes over HTTP/1.1, with the trailers as a last frame in the body.
+
+``application/grpc-web`` (``+proto`` or ``+json``) is binary; ``application/grpc-web-text``
+is the same bytes in base64, for clients that cannot read binary streams. Every answer is
+``200``: the status is in the trailer frame, so a proxy or browser never needs HTTP trailers.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from urllib.parse import quote
+
+from starlette.types import Receive, Scope, Send
+
+from app.gateway import http_io
+from app.gateway.codec.wire_codecs import PROTO, JsonCodec, WireCodec
+from app.gateway.context import GatewayContext
+from app.gateway.errors import (
+    STATUS_DETAILS_KEY,
+    BadRequest,
+    GatewayError,
+    unsupported_media_type,
+)
+from app.gateway.http_io import Ended, metadata_headers
+from app.gateway.http_rules import BindingPlan
+from app.gateway.invoker import new_call
+from app.gateway.protocols.enveloped import begin_observation, serve_enveloped
+from app.gateway.protocols.envelopes import base64_chunks, envelope
+from app.gateway.stages import Stages
+from app.observe.calls import Observation
+
+TRAILERS = 0x80
+CONTENT_TYPE_PREFIX = "application/grpc-web"
+_TEXT = "application/grpc-web-text"
+_ENCODINGS = ("", "identity", "gzip")
+
+
+class GrpcWebFlow:
+    """Serves one RPC's plan in gRPC-Web."""
+
+    def __init__(self, stages: Stages, json_codec: JsonCodec) -> None:
+        self.stages = stages
+        self.json = json_codec
+
+    async def __call__(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Serve one call; ``headers`` are the request's by name."""
+        request_id = http_io.request_id(headers)
+        mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
+        text = mime.startswith(_TEXT)
+        wire = GrpcWebWire(mime, PROTO, text, headers)
+        observation = begin_observation(self.stages, "grpc-web", plan, headers, request_id)
+        flow = self._serve(plan, scope, headers, wire, observation, receive, send)
+        await http_io.observed(observation, flow)
+
+    async def _serve(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        wire: GrpcWebWire,
+        observation: Observation,
+        receive: Receive,
+        send: Send,
+    ) -> Ended:
+        request_id = observation.request_id
+        try:
+            wire.codec = self._codec(wire.mime)
+            if wire.request_encoding not in _ENCODINGS:
+                raise BadRequest(
+                    f"grpc-encoding {wire.request_encoding!r} is not supported; use gzip",
+                    [("grpc-encoding", "gzip or identity")],
+                )
+            call = new_call(plan.method, headers, request_id, scope, observation)
+        except GatewayError as exc:
+            await http_io.start(send, 200, wire.content_type, request_id, None)
+            await send({"type": "http.response.body", "body": wire.end(exc, None)})
+            return exc.code.name, 200
+        return await serve_enveloped(self.stages, plan, call, wire, receive, send)
+
+    def _codec(self, mime: str) -> WireCodec:
+        subtype = mime.removeprefix(_TEXT if mime.startswith(_TEXT) else CONTENT_TYPE_PREFIX)
+        if subtype in ("", "+proto"):
+            return PROTO
+        if subtype == "+json":
+            return self.json
+        raise unsupported_media_type(mime, "application/grpc-web+proto or +json")
+
+
+class GrpcWebWire:
+    """gRPC-Web's frames for one call; in text mode, one base64 stream across all frames."""
+
+    def __init__(self, mime: str, codec: WireCodec, text: bool, headers: http_io.Headers) -> None:
+        self.codec = codec
+        self.mime = mime
+        self.text = text
+        self.content_type = (mime or CONTENT_TYPE_PREFIX).encode()
+        self.request_encoding = headers.get(b"grpc-encoding", b"").decode("latin-1")
+        self._carry = b""  # text mode: bytes waiting for a whole 3-byte group
+
+    def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
+        return base64_chunks(chunks) if self.text else chunks
+
+    def headers(self, context: GatewayContext) -> tuple[tuple[str, str], ...]:
+        return (("grpc-accept-encoding", "gzip"), *metadata_headers(context.initial_metadata))
+
+    def message(self, payload: bytes) -> bytes:
+        return self._out(envelope(0, payload), final=False)
+
+    def end(self, error: GatewayError | None, context: GatewayContext | None) -> bytes:
+        lines = [f"grpc-status: {0 if error is None else error.code.value[0]}"]
+        if error is not None:
+            lines.append(f"grpc-message: {quote(error.message, safe=' ')}")
+            if error.details:
+                status = base64.b64encode(error.status().SerializeToString()).decode()
+                lines.append(f"{STATUS_DETAILS_KEY}: {status}")
+        if context is not None:
+            lines += [f"{k}: {v}" for k, v in metadata_headers(context.trailing_metadata_sent)]
+        block = "".join(f"{line}\r\n" for line in lines).encode("latin-1", "replace")
+        return self._out(envelope(TRAILERS, block), final=True)
+
+    def _out(self, frame: bytes, final: bool) -> bytes:
+        if not self.text:
+            return frame
+        data = self._carry + frame
+        cut = len(data) if final else len(data) - len(data) % 3
+        self._carry = data[cut:]
+        return base64.b64encode(data[:cut])

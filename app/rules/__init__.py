@@ -1,0 +1,4 @@
+"""What request fields may hold: one table (`field_rules`, of `field_rule` rules), checked
+before every servicer (`field_checks`) and published in the OpenAPI document.
+
+Imports nothing of Portico's rooms: the services, the gate and the OpenAPI generator read it."""

@@ -1,0 +1,266 @@
+"""Settings: one object, read once from ``PORTICO_*`` environment variables.
+
+Command-line flags override individual fields with :func:`dataclasses.replace`; nothing else reads
+the environment, so tests build their own ``Settings`` and never patch globals. Every field is
+checked when a ``Settings`` is built (by the rule in its metadata, see
+``app/settings/setting_rules.py``), so a bad value stops the start with one line naming the variable
+and what it may be.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from app.settings import limits
+from app.settings.setting_rules import (
+    ConfigurationError,
+    any_int,
+    at_least,
+    between,
+    cidr_list,
+    database_url,
+    descriptor_set_or_empty,
+    dotted_versions,
+    file_or_empty,
+    hostname,
+    method_name_or_empty,
+    metrics_apart,
+    one_of,
+    origins,
+    password_or_empty,
+    path_prefix,
+    power_of_two,
+    secret_or_empty,
+    subnet,
+    tls_pairing,
+    token_or_empty,
+    upstream_list,
+    upstream_tls_pairing,
+)
+
+__all__ = ["DEFAULT_K8S_VERSIONS", "ConfigurationError", "Settings"]
+
+DEFAULT_K8S_VERSIONS = ("1.29.10", "1.30.6", "1.31.2", "1.32.0")
+
+
+def _rule(default: Any, rule: Any, **kwargs: Any) -> Any:
+    return field(default=default, metadata={"rule": rule}, **kwargs)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything Portico can be configured with; each field has a ``PORTICO_<NAME>`` variable."""
+
+    http_host: str = _rule("127.0.0.1", hostname)
+    # 0 asks the system for a free port (tests do).
+    http_port: int = _rule(8080, between(0, 65535))
+    grpc_host: str = _rule("127.0.0.1", hostname)
+    grpc_port: int = _rule(50051, between(0, 65535))
+    data_dir: Path = Path("./data")
+    # Server processes sharing the ports (and the database); background work runs on one.
+    workers: int = _rule(1, between(1, 64))
+    # One log line per HTTP request; off by default, as it costs more than a small call.
+    access_log: bool = False
+    # One structured line per RPC call on either transport (logger ``portico.requests``).
+    request_log: bool = False
+    # "text" or "json" (one JSON object a line): the format of every log line.
+    log_format: str = _rule("text", one_of("text", "json"))
+    # Prometheus metrics, collected and served at /metrics; "false" records nothing.
+    metrics: bool = True
+    # Serve /metrics on this port of http_host instead of the HTTP port (0: the HTTP port).
+    metrics_port: int = _rule(0, between(0, 65535))
+    # When set, /metrics answers only "Authorization: Bearer <token>" (16 characters or more).
+    metrics_token: str = _rule("", token_or_empty)
+    # Empty means SQLite in the data directory.
+    database_url: str = _rule("", database_url)
+    # Group commit: at most this many write transactions share one commit (1: each commits
+    # alone), and the first of a group waits at most this long for the others to join.
+    group_commit_max_transactions: int = _rule(256, between(1, 10_000))
+    group_commit_max_seconds: float = _rule(0.02, between(0.0, 1.0))
+    # Events older than this are compacted away; a watch from before them gets OUT_OF_RANGE.
+    event_retention_seconds: int = _rule(86_400, at_least(1))
+    # Bootstrap admin password on first start; a random one is printed when empty.
+    admin_password: str = _rule("", password_or_empty)
+    # Empty means: generate once and keep it in the data directory (mode 0600).
+    jwt_secret: str = _rule("", secret_or_empty)
+    token_ttl_seconds: int = _rule(3600, at_least(1))
+    # scrypt's N for password hashes: strong by default; tests set it low to run fast.
+    password_hash_cost: int = _rule(2**17, power_of_two(2**1, 2**20))
+    # "proto" emits field names as written in the .proto files; "camel" emits lowerCamelCase.
+    json_names: str = _rule("proto", one_of("proto", "camel"))
+    # "reject" answers unknown JSON fields and query parameters with 400; "ignore" drops them.
+    unknown_fields: str = _rule("reject", one_of("reject", "ignore"))
+    max_body_bytes: int = _rule(4 * 1024 * 1024, between(1024, 1024**3))
+    # Slow clients: a request's headers, and a request body (not a client stream), must arrive
+    # within these; a stream idle this long gets a keepalive.
+    header_timeout_seconds: float = _rule(
+        limits.DEFAULT_HEADER_TIMEOUT_SECONDS, between(0.001, 86_400.0)
+    )
+    body_timeout_seconds: float = _rule(
+        limits.DEFAULT_BODY_TIMEOUT_SECONDS, between(0.001, 86_400.0)
+    )
+    stream_heartbeat_seconds: float = _rule(
+        limits.DEFAULT_HEARTBEAT_SECONDS, between(0.001, 86_400.0)
+    )
+    # SIGTERM: open streams end, in-flight calls get this long, then the process exits.
+    shutdown_grace_seconds: float = _rule(
+        limits.DEFAULT_SHUTDOWN_GRACE_SECONDS, between(0.001, 86_400.0)
+    )
+    cors_origins: tuple[str, ...] = _rule((), origins)
+    # Connect and gRPC-Web answer /package.Service/Method and also this prefix + that path.
+    rpc_prefix: str = _rule("/api", path_prefix)
+    # Peers whose X-Forwarded-For / Forwarded headers name the real client (none by default).
+    trusted_proxies: tuple[str, ...] = _rule((), cidr_list)
+    # TLS for both transports: a PEM certificate chain and its key; both or neither.
+    tls_cert: str = _rule("", file_or_empty)
+    tls_key: str = _rule("", file_or_empty)
+    # With it, gRPC callers must present a client certificate signed by this CA (PEM).
+    tls_client_ca: str = _rule("", file_or_empty)
+    # Seconds of wall time per step of the simulated infrastructure's clock.
+    sim_step_seconds: float = _rule(1.0, between(0.000_001, 3600.0))
+    k8s_versions: tuple[str, ...] = _rule(DEFAULT_K8S_VERSIONS, dotted_versions)
+    # Simulated MaaS: addresses of machines, and the share of machines that fail to deploy.
+    machine_ip_pool: str = _rule("10.20.0.0/16", subnet(max_prefix=30))
+    sim_failure_ratio: float = _rule(0.0, between(0.0, 1.0))
+    sim_seed: int = _rule(1, any_int)
+    # Each registered scheduler node gets a /24 out of this pool.
+    node_subnet_pool: str = _rule("10.128.0.0/16", subnet(max_prefix=24))
+    # A node whose status stream ended is FAILED after this long without a report.
+    node_grace_seconds: float = _rule(30.0, between(0.001, 86_400.0))
+    # In-process simulated scheduler nodes, so the embedded default has capacity.
+    sim_nodes: int = _rule(2, between(0, 1000))
+    # An image no pod uses any more is removed from the nodes after this long.
+    image_retention_seconds: float = _rule(3600.0, between(0.0, 31_536_000.0))
+    # How long the outcome of a call made with an idempotency key is kept for its repeats.
+    idempotency_retention_seconds: int = _rule(86_400, between(60, 30 * 86_400))
+    # Test only: the full name of a method after whose committed keyed call the process kills
+    # itself (SIGKILL) before replying. Empty (the default) injects no fault.
+    test_crash_after_commit: str = _rule("", method_name_or_empty)
+    demo: bool = False
+    # `portico proxy`: the gRPC servers it fronts, and where their descriptors come from (server
+    # reflection, or this FileDescriptorSet instead).
+    upstreams: tuple[str, ...] = _rule((), upstream_list)
+    descriptor_set: str = _rule("", descriptor_set_or_empty)
+    # Who may call through the proxy: Portico's accounts and tokens ("jwt"), anyone ("none"), or
+    # the upstream decides from the caller's own credentials, forwarded ("passthrough").
+    proxy_auth: str = _rule("jwt", one_of("jwt", "none", "passthrough"))
+    # TLS to the upstreams: system roots, or this CA (which implies TLS); a client certificate.
+    upstream_tls: bool = False
+    upstream_ca: str = _rule("", file_or_empty)
+    upstream_cert: str = _rule("", file_or_empty)
+    upstream_key: str = _rule("", file_or_empty)
+    # How often the proxy asks the upstreams' reflection whether their descriptors changed.
+    upstream_poll_seconds: float = _rule(30.0, between(0.1, 86_400.0))
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            rule = f.metadata.get("rule")
+            if rule is not None:
+                rule(variable(f.name), getattr(self, f.name))
+        tls_pairing(self.tls_cert, self.tls_key, self.tls_client_ca)
+        upstream_tls_pairing(
+            self.upstream_tls, self.upstream_ca, self.upstream_cert, self.upstream_key
+        )
+        metrics_apart(
+            self.metrics, self.metrics_port, self.metrics_token, (self.http_port, self.grpc_port)
+        )
+
+    @property
+    def effective_database_url(self) -> str:
+        """The database URL, defaulting to SQLite in the data directory."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'portico.db'}"
+
+    @property
+    def tls(self) -> bool:
+        """Whether both transports serve TLS."""
+        return bool(self.tls_cert)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read every field from its ``PORTICO_<NAME>`` variable, keeping defaults for the rest."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        defaults = cls()
+        for f in fields(cls):
+            raw = environ.get(variable(f.name))
+            if raw is not None:
+                values[f.name] = _parse(f.name, raw, getattr(defaults, f.name))
+        return cls(**values)
+
+
+def variable(name: str) -> str:
+    """The environment variable of the setting ``name``."""
+    return f"PORTICO_{name.upper()}"
+
+
+# PORTICO_* variables that are no setting of serve or proxy but are read by other parts: an
+# image build's (app/services/kaas/build.py), the client commands', the node agent's and the
+# test suite's.
+OTHER_VARIABLES = frozenset(
+    {
+        "PORTICO_BUILD_DATE",
+        "PORTICO_GIT_COMMIT",
+        "PORTICO_GIT_TREE_STATE",
+        "PORTICO_LOGIN_FILE",
+        "PORTICO_TOKEN",
+        "PORTICO_NODE_SERVER",
+        "PORTICO_NODE_USERNAME",
+        "PORTICO_NODE_PASSWORD",
+        "PORTICO_NODE_CERT_DIR",
+        "PORTICO_NODE_TLS_CA",
+        "PORTICO_NODE_TLS_CERT",
+        "PORTICO_NODE_TLS_KEY",
+        "PORTICO_TEST_DATABASE_URL",
+        "PORTICO_SHARED_DIR",
+        "PORTICO_SCREENSHOTS",
+    }
+)
+
+
+def unread_variables(environ: Mapping[str, str]) -> list[str]:
+    """A warning for each ``PORTICO_*`` variable that nothing reads, most likely a setting
+    misspelt (``PORTICO_HTTP_PROT``), which would otherwise leave its setting at the default
+    without a word; the setting it is closest to is named."""
+    settings = {f.name.upper() for f in fields(Settings)}
+    warnings = []
+    for name in sorted(environ):
+        if (
+            not name.startswith("PORTICO_")
+            or name.removeprefix("PORTICO_") in settings
+            or name in OTHER_VARIABLES
+        ):
+            continue
+        # Compared without the prefix they all share, which would make anything look close.
+        close = difflib.get_close_matches(name.removeprefix("PORTICO_"), settings, 1, 0.8)
+        hint = f" (did you mean PORTICO_{close[0]}?)" if close else ""
+        warnings.append(f"{name} is not a setting and is ignored{hint}")
+    return warnings
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _parse(name: str, raw: str, default: Any) -> Any:
+    kind = type(default).__name__
+    if isinstance(default, bool):
+        kind = "true or false (also 1/0, yes/no, on/off)"
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+    elif isinstance(default, tuple):
+        return tuple(item.strip() for item in raw.split(",") if item.strip())
+    elif isinstance(default, Path):
+        return Path(raw)
+    else:
+        try:
+            return type(default)(raw.strip())
+        except ValueError:
+            kind = {"int": "a whole number", "float": "a number"}.get(kind, kind)
+    raise ConfigurationError(f"{variable(name)}: cannot read {raw!r}; allowed: {kind}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 from collections.abc import Awaitable, Iterable, Iterator
 from datetime import timedelta
@@ -259,6 +260,8 @@ def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOption
         # With a metrics port, /metrics is served there (app.server.serving) instead.
         metrics_endpoint=settings.metrics and not settings.metrics_port,
         metrics_token=settings.metrics_token,
+        # Workers are children of the process the user started.
+        server_pid=os.getppid() if settings.workers > 1 else os.getpid(),
         **server_specific,
     )
 

@@ -65,9 +65,11 @@ def test_login_keeps_the_token_and_call_uses_it(
             uvicorn_serving(served.portico.http_app) as rest,
         ):
             where = addresses(served, rest, transport)
-            # Without a login, the gate refuses (the Status is printed, the exit status is 1).
+            # Without a login, the gate refuses: the Status is printed, then what to do.
             status, out, err = await portico("call", "cnct.kaas.api.Cluster/GetClusterList", *where)
-            assert (status, out, json.loads(err)["code"]) == (1, "", 16)
+            refusal, end = json.JSONDecoder().raw_decode(err)
+            assert (status, out, refusal["code"]) == (1, "", 16)
+            assert "run `portico login -u USERNAME` first" in err[end:]
 
             status, out, err = await portico(
                 "login", "-u", "admin", "--password-stdin", *where, stdin=ADMIN_PASSWORD + "\n"

@@ -9,6 +9,7 @@ looked up on the server first.
 from __future__ import annotations
 
 import argparse
+import difflib
 import getpass
 import json
 import os
@@ -28,6 +29,7 @@ from app.cli.client_calls import (
 from app.gateway.registry import Method, Registry
 
 LOGIN = "services.auth.AuthService/Login"
+UNAUTHENTICATED = 16  # google.rpc.Code
 
 
 def defaults(environ: Mapping[str, str]) -> dict[str, str]:
@@ -161,11 +163,20 @@ def _invoke(
             yield from call_grpc(server["grpc"], found, requests, metadata, roots)
     except CallFailed as exc:
         print(json.dumps(exc.status, indent=2), file=sys.stderr)
+        if exc.status.get("code") == UNAUTHENTICATED and not _sends_token(metadata):
+            raise SystemExit(
+                "portico: this call needs a token: run `portico login -u USERNAME` first, "
+                "or give one with --token or PORTICO_TOKEN"
+            ) from None
         raise SystemExit(1) from None
     except RequestInvalid as exc:
         raise SystemExit(f"portico: {exc}") from None
     except OSError as exc:
         raise SystemExit(f"portico: cannot reach the server ({exc})") from None
+
+
+def _sends_token(metadata: Metadata) -> bool:
+    return any(key == "authorization" for key, _ in metadata)
 
 
 def _saved() -> dict[str, str]:
@@ -195,10 +206,28 @@ def _method(name: str) -> Method:
     service, slash, method = name.strip("/").rpartition("/")
     if not slash:
         service, _, method = name.rpartition(".")
-    for candidate in Registry.from_package("gen"):
+    if not service or not method:
+        raise SystemExit(f"portico: give the method as package.Service/Method, not {name!r}")
+    methods = list(Registry.from_package("gen"))
+    for candidate in methods:
         if candidate.service == service and candidate.name == method:
             return candidate
-    raise SystemExit(f"portico: no method {name!r}; give it as package.Service/Method")
+    siblings = [m.name for m in methods if m.service == service]
+    if siblings:
+        said = f"portico: {service} has no method {method!r}"
+        close = difflib.get_close_matches(method, siblings, n=3, cutoff=0.6)
+        return _suggest(said, [f"{service}/{name}" for name in close])
+    said = f"portico: no service {service!r}"
+    services = sorted({m.service for m in methods})
+    close = difflib.get_close_matches(service, services, n=3, cutoff=0.6)
+    named = {m.service for m in methods if m.name == method}
+    return _suggest(said, [f"{s}/{method}" if s in named else s for s in close])
+
+
+def _suggest(said: str, close: list[str]) -> Any:
+    if close:
+        said += "; did you mean " + " or ".join(close) + "?"
+    raise SystemExit(said)
 
 
 def _requests(chunks: Iterable[str]) -> Iterator[JsonObject]:

@@ -12,8 +12,10 @@ nothing the server does not.
 
 from __future__ import annotations
 
+import difflib
 import http.client
 import json
+import re
 import ssl
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -43,12 +45,37 @@ class RequestInvalid(ValueError):
     """A request the method's message cannot hold (says which field), refused before sending."""
 
 
+# json_format's words for a name the message does not have.
+_NO_FIELD = re.compile(r'Message type "([^"]+)" has no field named "([^"]+)"(?: at "([^"]*)")?')
+
+
 def to_message(method: Method, request: JsonObject) -> Any:
     """``request`` as the method's request message; RequestInvalid naming the problem."""
+    message = method.input_type()
     try:
-        return json_format.ParseDict(request, method.input_type())
+        return json_format.ParseDict(request, message)
     except json_format.ParseError as exc:
-        raise RequestInvalid(f"{method.descriptor.input_type.full_name}: {exc}") from None
+        unknown = _NO_FIELD.search(str(exc))
+        if unknown is None:
+            raise RequestInvalid(f"{method.descriptor.input_type.full_name}: {exc}") from None
+        type_name, field, where = unknown.groups()
+        raise RequestInvalid(_no_such_field(message, type_name, field, where or "")) from None
+
+
+def _no_such_field(message: Any, type_name: str, field: str, where: str) -> str:
+    """``no field "nme" in GetClusterMsg; did you mean "name"? Its fields: name``."""
+    try:
+        found = message.DESCRIPTOR.file.pool.FindMessageTypeByName(type_name)
+    except KeyError:
+        return f'{type_name} has no field named "{field}"'
+    names = sorted({name for f in found.fields for name in (f.name, f.json_name)})
+    close = difflib.get_close_matches(field, names, n=1)
+    place = where.split(".", 1)[1] if "." in where else ""
+    said = f'no field "{field}" in {found.name}' + (f" (at {place})" if place else "")
+    if close:
+        said += f'; did you mean "{close[0]}"?'
+    fields = ", ".join(f.name for f in found.fields)
+    return said + (f" Its fields: {fields}" if fields else " It has no fields")
 
 
 def to_json(message: Any) -> JsonObject:
@@ -95,12 +122,29 @@ def call_grpc(
             else:
                 yield to_json(stub(argument, metadata=metadata, timeout=TIMEOUT_SECONDS))
         except grpc.RpcError as exc:
+            if _unreachable(exc):
+                raise ConnectionError(f"{target}: {_last_error(exc)}") from None
             raise CallFailed(_grpc_status(exc)) from None
 
 
 def _serialize(message: Any) -> bytes:
     data: bytes = message.SerializeToString()
     return data
+
+
+def _unreachable(error: grpc.RpcError) -> bool:
+    """Whether the call failed before reaching any server (as the REST side's OSError does)."""
+    code = error.code()
+    details = error.details() or ""
+    return code is grpc.StatusCode.UNAVAILABLE and "failed to connect" in details
+
+
+def _last_error(error: grpc.RpcError) -> str:
+    """gRPC's ``failed to connect to all addresses; last error: UNKNOWN: ipv4:...: Failed to
+    connect to remote host: connect: Connection refused (111)`` as ``Connection refused``."""
+    details: str = error.details() or ""
+    last = details.rsplit(": ", 1)[-1]
+    return re.sub(r"\s*\(\d+\)$", "", last) or details
 
 
 def _grpc_status(error: grpc.RpcError) -> JsonObject:
@@ -133,13 +177,16 @@ def call_rest(
         content_type = "application/json"
     connection = _connection(url, cafile, follow=method.server_streaming)
     try:
-        connection.request(
-            "POST",
-            url.path.rstrip("/") + method.grpc_path,
-            body=body.encode(),
-            headers={**dict(headers), "content-type": content_type},
-        )
-        response = connection.getresponse()
+        try:
+            connection.request(
+                "POST",
+                url.path.rstrip("/") + method.grpc_path,
+                body=body.encode(),
+                headers={**dict(headers), "content-type": content_type},
+            )
+            response = connection.getresponse()
+        except ConnectionError as exc:  # said as the gRPC side says it
+            raise ConnectionError(f"{base_url}: {exc.strerror or exc}") from None
         if response.status != 200:
             raise CallFailed(_rest_status(response.status, response.read()))
         if not method.server_streaming:

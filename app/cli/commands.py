@@ -21,10 +21,11 @@ from app.auth import accounts
 from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Role
-from app.observe.logs import configure_logging
+from app.observe.logs import audit_to_file, configure_logging
 from app.settings.config import ConfigurationError, Settings
 from app.store import Account, ObjectStore, StoreError, make_private_folder
 
+AUDIT_LOG = "audit.log"  # in the data folder: what `portico users` changed, and who
 DESCRIPTION = "Portico: five control-plane gRPC APIs, served over gRPC and REST/JSON."
 SERVE_EPILOG = (
     "Every setting also has a PORTICO_* environment variable (the README lists them all); a "
@@ -81,10 +82,19 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_proxy_command(commands)
 
-    users = commands.add_parser("users", help="manage accounts (in the configured database)")
-    users.add_argument("--data-dir", type=Path, help=_setting("state folder", "data_dir"))
+    # --data-dir is taken before the action and after it (`portico users list --data-dir D`).
+    data_dir = argparse.ArgumentParser(add_help=False)
+    data_dir.add_argument(
+        "--data-dir",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help=_setting("state folder; account changes are logged to its audit.log", "data_dir"),
+    )
+    users = commands.add_parser(
+        "users", parents=[data_dir], help="manage accounts (in the configured database)"
+    )
     actions = users.add_subparsers(dest="action", required=True)
-    add = actions.add_parser("add", help="create an account")
+    add = actions.add_parser("add", parents=[data_dir], help="create an account")
     add.add_argument("name")
     add.add_argument("--role", required=True, choices=[r.value for r in Role])
     add.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
@@ -99,12 +109,14 @@ def _parser() -> argparse.ArgumentParser:
         type=_organisation,
         help="act only for this edge operator organisation",
     )
-    actions.add_parser("list", help="list accounts")
+    actions.add_parser("list", parents=[data_dir], help="list accounts")
     for action, text in (("disable", "refuse the account's logins and tokens"), ("enable", "")):
-        actions.add_parser(action, help=text or "allow a disabled account again").add_argument(
-            "name"
-        )
-    password = actions.add_parser("set-password", help="replace an account's password")
+        actions.add_parser(
+            action, parents=[data_dir], help=text or "allow a disabled account again"
+        ).add_argument("name")
+    password = actions.add_parser(
+        "set-password", parents=[data_dir], help="replace an account's password"
+    )
     password.add_argument("name")
     password.add_argument("--password-stdin", action="store_true")
     users.set_defaults(run=_users)
@@ -114,8 +126,10 @@ def _parser() -> argparse.ArgumentParser:
     add_node_agent_command(commands)
 
     from app.cli.client import add_client_commands
+    from app.cli.ready import add_ready_command
 
     add_client_commands(commands)
+    add_ready_command(commands)
 
     commands.add_parser(
         "gen", help="regenerate gen/, the README's RPC table and openapi.yaml from protos/"
@@ -272,8 +286,11 @@ def _organisation(name: str) -> str:
 def _users(args: argparse.Namespace) -> None:
     settings = _settings(args)
     if not logging.getLogger().handlers:  # not when embedded: a host's logging stays its own
-        # The audit line of each account change goes to stderr, as the server's would.
-        configure_logging(settings.log_format)
+        # Warnings go to stderr; the audit line of each change to DATA_DIR/audit.log, so that
+        # the command prints its result alone.
+        configure_logging(settings.log_format, logging.WARNING)
+        make_private_folder(settings.data_dir)
+        audit_to_file(settings.data_dir / AUDIT_LOG, settings.log_format)
     password = ""
     if args.action in {"add", "set-password"}:
         password = _read_password(args)

@@ -31,6 +31,9 @@ from app.gateway.invoker import (
 from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation
 
+# A REST reply ends its line, as curl users expect of a JSON answer (no prompt glued to it).
+NEWLINE = b"\n"
+
 
 class RpcDispatcher:
     """ASGI app for HTTP requests to the RPC bindings of the stages' route table."""
@@ -106,7 +109,7 @@ class RpcDispatcher:
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return exc.code.name, exc.http_status
-        payload = self.stages.transcoder.reply_json(match.plan, reply)
+        payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
         await http_io.send_whole(send, 200, b"application/json", payload, call.request_id, context)
         return None
 
@@ -154,7 +157,7 @@ class RpcDispatcher:
                 request = self._request(match, scope, body)
             if not method.server_streaming:
                 reply = await self.stages.invoker.unary(call, request)
-                payload = self.stages.transcoder.reply_json(match.plan, reply)
+                payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
                 await http_io.send_whole(
                     send, 200, b"application/json", payload, call.request_id, context
                 )

@@ -262,7 +262,7 @@ async def send_error(
     context: GatewayContext | None = None,
 ) -> None:
     """The error as a ``google.rpc.Status`` JSON body with its HTTP status."""
-    payload = error.status_json(proto_names)
+    payload = error.status_json(proto_names) + b"\n"  # a line, as every REST reply
     await send_whole(
         send, error.http_status, b"application/json", payload, request_id, context, error.headers
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -44,6 +45,9 @@ class GatewayOptions:
     # is handed the same registry, so one shutdown ends the streams of both transports.
     streams: OpenStreams = field(default_factory=OpenStreams)
     cors_origins: tuple[str, ...] = ()
+    # The process a user started (a worker's supervisor): /readyz names it, so that a check of
+    # the server just started cannot be answered by another one on the same port.
+    server_pid: int = field(default_factory=os.getpid)
     # Connect and gRPC-Web answer /package.Service/Method and this prefix + that path.
     rpc_prefix: str = "/api"
     # Refuses every call unless given: pass admission.NO_AUTH to admit everyone on purpose.

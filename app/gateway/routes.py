@@ -43,6 +43,8 @@ from app.observe.exposition import METRICS_PATH, token_accepted
 from app.observe.metrics import exposition
 
 HEALTH_PATHS = ("/healthz", "/readyz")
+# On /readyz: the id of the process serving (see GatewayOptions.server_pid, `portico ready`).
+SERVER_PID_HEADER = "Portico-Server-Pid"
 OPENAPI_PATHS = ("/openapi.json",)
 # What browser clients of the RPC protocols must be able to read from a cross-origin answer.
 EXPOSED_HEADERS = (
@@ -135,10 +137,12 @@ def _pages(
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    served_by = {SERVER_PID_HEADER: str(options.server_pid)}
+
     async def readyz(request: Request) -> Response:
         if ready is not None and not await ready():
-            return JSONResponse({"status": "starting"}, status_code=503)
-        return JSONResponse({"status": "ready"})
+            return JSONResponse({"status": "starting"}, status_code=503, headers=served_by)
+        return JSONResponse({"status": "ready"}, headers=served_by)
 
     api.add_route("/healthz", healthz, methods=["GET", "HEAD"], include_in_schema=False)
     api.add_route("/readyz", readyz, methods=["GET", "HEAD"], include_in_schema=False)

@@ -13,6 +13,7 @@ import logging
 import re
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 REDACTED = "[redacted]"
 _SECRETS = (
@@ -60,6 +61,17 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return redact(json.dumps(line, default=str))
+
+
+def audit_to_file(path: Path, log_format: str = "text") -> None:
+    """Append the ``portico.audit`` lines to ``path`` instead of stderr (a command's output is its
+    result; its audit trail is a log)."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    audit = logging.getLogger("portico.audit")
+    audit.addHandler(handler)
+    audit.setLevel(logging.INFO)
+    audit.propagate = False
 
 
 def configure_logging(log_format: str = "text", level: int = logging.INFO) -> None:

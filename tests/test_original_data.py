@@ -17,7 +17,11 @@ from tests.conftest import ORIGINAL_DIR, ROOT
 def _shared_dir() -> Path:
     path = Path(os.environ.get("PORTICO_SHARED_DIR", ROOT.parent / "shared"))
     if not (path / "wire.json").is_file():
-        pytest.skip(f"no shared folder with wire.json at {path}: nothing to compare the copy with")
+        pytest.skip(
+            "optional: the project's shared folder (the original systems' wire facts and API "
+            f"documents, wire.json and seeds/) is not at {path}, so the copy the tests use, "
+            "tests/data/original, is not compared with it; set PORTICO_SHARED_DIR to compare"
+        )
     return path
 
 
@@ -37,3 +41,15 @@ def test_the_committed_copy_equals_the_shared_source() -> None:
     assert sorted(copy) == sorted(source), "copy tests/data/original from the shared folder again"
     stale = [name for name in source if copy[name] != source[name]]
     assert not stale, f"tests/data/original is out of date: {stale}"
+
+
+def test_without_the_shared_folder_the_skip_says_what_is_missing_and_that_it_is_optional(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PORTICO_SHARED_DIR", str(tmp_path))
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        _shared_dir()
+    reason = str(skipped.value)
+    assert reason.startswith("optional: ")
+    assert "wire facts and API documents" in reason and str(tmp_path) in reason
+    assert "PORTICO_SHARED_DIR" in reason

@@ -8,7 +8,7 @@ import { collect, stream } from '../api.js';
 import { element, link, statusPill, table, timeCell } from '../dom.js';
 import { actionButton, confirmAction, every, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
 import { objectGraph } from '../graph.js';
-import { mayChangeInstanceOf, tenant } from '../session.js';
+import { mayCall, mayChangeInstanceOf, tenant } from '../session.js';
 
 const E = 'edgeproto';
 const REFRESH_MS = 5000;
@@ -17,17 +17,41 @@ const cloudletName = (key) => (key ? `${key.name} (${(key.operator_key || {}).na
 const clusterInstName = (key) => (key ? `${(key.cluster_key || {}).name} @ ${cloudletName(key.cloudlet_key)}` : '');
 const appName = (key) => (key ? `${key.name} ${key.version || ''}`.trim() : '');
 
+// What a cloudlet's instances use is in its CloudletRefs, an internal API only admins read.
+const REFS = `${E}.CloudletRefsApi.ShowCloudletRefs`;
+
 async function world() {
-  const [cloudlets, infos, clusterInsts, appInsts, developers, apps] = await Promise.all([
+  const [cloudlets, infos, refs, clusterInsts, appInsts, developers, apps] = await Promise.all([
     collect(`${E}.CloudletApi.ShowCloudlet`),
     collect(`${E}.CloudletInfoApi.ShowCloudletInfo`),
+    mayCall(REFS) ? collect(REFS) : Promise.resolve(null),
     collect(`${E}.ClusterInstApi.ShowClusterInst`),
     collect(`${E}.AppInstApi.ShowAppInst`),
     collect(`${E}.DeveloperApi.ShowDeveloper`),
     collect(`${E}.AppApi.ShowApp`),
   ]);
   const state = new Map(infos.map((info) => [JSON.stringify(info.key), info]));
-  return { cloudlets: cloudlets.map((c) => ({ ...c, info: state.get(JSON.stringify(c.key)) })), clusterInsts, appInsts, developers, apps };
+  const used = new Map((refs || []).map((r) => [JSON.stringify(r.key), r]));
+  return {
+    cloudlets: cloudlets.map((c) => ({ ...c, info: state.get(JSON.stringify(c.key)), refs: refs && (used.get(JSON.stringify(c.key)) || {}) })),
+    clusterInsts, appInsts, developers, apps,
+  };
+}
+
+// "8 of 32 vCPU · 14,336 of 65,536 MB · 100 of 1,000 GB": what is used (when this role may read
+// it) of what the resource manager reported. A maximum it did not report (0) is "?", never a
+// capacity of nothing.
+function capacity(c) {
+  const number = (value) => Number(value || 0).toLocaleString('en');
+  const part = (used, max, unit) => {
+    const of = `${Number(max || 0) > 0 ? number(max) : '?'} ${unit}`;
+    return c.refs ? `${number(used)} of ${of}` : of;
+  };
+  const info = c.info || {};
+  const refs = c.refs || {};
+  const text = [part(refs.used_vcores, info.os_max_vcores, 'vCPU'), part(refs.used_ram, info.os_max_ram, 'MB'),
+    part(refs.used_disk, info.os_max_vol_gb, 'GB')].join(' · ');
+  return element('span', { text, title: '? = not reported by the cloudlet\'s resource manager' });
 }
 
 // Runs a progress stream (Create/Delete/Update of cloudlets and instances), each message shown
@@ -108,7 +132,7 @@ export function renderEdge(root, go) {
       { label: 'Operator', value: (c) => (c.key.operator_key || {}).name },
       { label: 'State', value: (c) => statusPill(c.info ? c.info.state : 'UNKNOWN') },
       { label: 'Location', value: (c) => (c.location ? `${c.location.latitude}, ${c.location.longitude}` : '') },
-      { label: 'Capacity', value: (c) => (c.info ? `${c.info.os_max_vcores} vCPU · ${c.info.os_max_ram} MB · ${c.info.os_max_vol_gb} GB` : '') },
+      { label: mayCall(REFS) ? 'Used of capacity' : 'Capacity', value: (c) => (c.info || c.refs ? capacity(c) : '') },
     ], cl, { key: (c) => JSON.stringify(c.key), label: 'Cloudlets', empty: 'No cloudlets.' }));
     clusterInsts.replaceChildren(table([
       { label: 'Cluster', value: (c) => (c.key.cluster_key || {}).name },

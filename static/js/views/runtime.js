@@ -16,7 +16,13 @@ function annotation(pod, key) {
   return found ? found.value : '';
 }
 
-const shortId = (id) => String(id || '').slice(0, 8);
+// Ids longer than a UUID's first group are cut there, visibly (the whole id is the title).
+const ID_CHARS = 12;
+const shortId = (id) => {
+  const text = String(id || '');
+  return text.length <= ID_CHARS ? text : `${text.slice(0, 8)}…`;
+};
+const idCell = (id) => element('span', { text: shortId(id), title: String(id || '') });
 
 function eventKey(event) {
   return `${event.type}|${event.id}|${event.time}|${event.from}`;
@@ -131,18 +137,28 @@ function instanceAction(rpc, label, pod, after, confirmText) {
   }, { class: 'small secondary' });
 }
 
+// What the scheduler accepts in each state: Stop a running pod, Start an exited one, Destroy
+// any that is not already going or gone (a destroyed pod offers nothing).
+const GONE = new Set(['POD_STATE_DELETING', 'POD_STATE_GARBAGE']);
+
+function podActions(p, after) {
+  if (GONE.has(p.state)) return [];
+  return [
+    p.state === 'POD_STATE_RUNNING' && instanceAction(`${INSTANCES}.Stop`, 'Stop', p, after),
+    p.state === 'POD_STATE_EXITED' && instanceAction(`${INSTANCES}.Start`, 'Start', p, after),
+    instanceAction(`${INSTANCES}.Destroy`, 'Destroy', p, after, 'The instance is stopped and removed for good.'),
+  ].filter(Boolean);
+}
+
 function podTable(pods, go, after) {
   return table([
-    { label: 'Pod', value: (p) => link(`#/runtime/pod/${encodeURIComponent(p.id)}`, shortId(p.id)) },
+    { label: 'Pod', value: (p) => link(`#/runtime/pod/${encodeURIComponent(p.id)}`, idCell(p.id)) },
     { label: 'Instance', value: (p) => annotation(p, 'scheduler/instance-name') },
     { label: 'Node', value: (p) => annotation(p, 'scheduler/node') },
     { label: 'State', value: (p) => statusPill(p.state) },
     { label: 'IP', value: (p) => (p.networks || []).map((n) => n.ipv4).filter(Boolean).join(', ') },
     { label: 'Created', value: (p) => timeCell(p.created_at) },
-    { label: 'Actions', value: (p) => element('span', { class: 'row-actions' }, ...[
-      p.state === 'POD_STATE_RUNNING' ? instanceAction(`${INSTANCES}.Stop`, 'Stop', p, after) : instanceAction(`${INSTANCES}.Start`, 'Start', p, after),
-      instanceAction(`${INSTANCES}.Destroy`, 'Destroy', p, after, 'The instance is stopped and removed for good.'),
-    ].filter(Boolean)) },
+    { label: 'Actions', value: (p) => element('span', { class: 'row-actions' }, ...podActions(p, after)) },
   ], pods, { key: (p) => p.id, onOpen: (p) => go(`#/runtime/pod/${encodeURIComponent(p.id)}`), label: 'Pods', empty: 'No pods.' });
 }
 

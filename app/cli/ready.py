@@ -59,7 +59,11 @@ def _ready(args: argparse.Namespace) -> None:
                 print(body)
                 return
         if time.monotonic() > deadline:
-            raise SystemExit(f"portico: the server {args.pid} was not ready in {args.timeout:g} s")
+            heard = "it answered 503 (starting)" if answered else "nothing answered"
+            raise SystemExit(
+                f"portico: the server {args.pid} was not ready in {args.timeout:g} s "
+                f"({heard} at {url}; is PORTICO_HTTP_PORT the one it serves on?)"
+            )
         time.sleep(POLL_SECONDS)
 
 

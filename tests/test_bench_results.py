@@ -1,4 +1,4 @@
-"""The README's benchmark and replica sections are the committed runs (tests/bench/results.json,
+"""The performance and replica pages' tables are the committed runs (tests/bench/results.json,
 tests/scale/results.json), and the text around them states no measurement of its own, so every
 number in the docs is one a script printed, not typed in."""
 
@@ -9,7 +9,6 @@ import re
 
 from app.store.objects import POSTGRESQL_POLL_INTERVAL, SQLITE_POLL_INTERVAL
 from tests.bench import run as bench
-from tests.bench.report import README
 from tests.conftest import ROOT
 from tests.scale import run as scale
 
@@ -30,35 +29,36 @@ def _results(folder: str) -> dict:
     return json.loads((ROOT / "tests" / folder / "results.json").read_text())
 
 
-def test_readme_benchmark_section_is_the_committed_run():
-    readme = README.read_text()
-    assert bench.readme_with(readme, _results("bench")) == readme, (
-        "README.md's benchmark section differs from tests/bench/results.json: run "
-        "python -m tests.bench.run --out tests/bench/results.json --readme"
+def test_the_performance_page_is_the_committed_run():
+    page = bench.report.PAGE.read_text()
+    assert bench.readme_with(page, _results("bench")) == page, (
+        "docs/performance.md differs from tests/bench/results.json: run "
+        "python -m tests.bench.run --out tests/bench/results.json --docs"
     )
 
 
-def test_readme_replica_section_is_the_committed_run():
-    readme = README.read_text()
-    assert scale.readme_with(readme, _results("scale")) == readme, (
-        "README.md's replica section differs from tests/scale/results.json: run "
-        "python -m tests.scale.run --out tests/scale/results.json --readme"
+def test_the_replica_page_is_the_committed_run():
+    page = scale.PAGE.read_text()
+    assert scale.readme_with(page, _results("scale")) == page, (
+        "docs/how-to/replicas.md differs from tests/scale/results.json: run "
+        "python -m tests.scale.run --out tests/scale/results.json --docs"
     )
 
 
-def _prose(section: str) -> str:
-    """A README section's own text: without its generated block and its code blocks."""
-    text = README.read_text()
-    body = text[text.index(section) :]
-    body = body[: body.index("\n## ", 1)] if "\n## " in body[1:] else body
-    body = re.sub(r"<!-- (\S+):begin -->.*?<!-- \1:end -->", "", body, flags=re.S)
+def _prose(text: str) -> str:
+    """A page's own text: without its generated block and its code blocks."""
+    body = re.sub(r"<!-- (\S+):begin -->.*?<!-- \1:end -->", "", text, flags=re.S)
     return re.sub(r"```.*?```", "", body, flags=re.S)
 
 
 def test_performance_and_replica_prose_state_no_measurement():
-    for section in ("## Performance\n", "### Running several replicas\n"):
-        found = set(MEASUREMENT.findall(_prose(section))) - SETTINGS
-        assert not found, f"{section.strip()} states {sorted(found)}: only results files may"
+    replicas = scale.PAGE.read_text()
+    for name, text in (
+        ("Performance", bench.report.PAGE.read_text()),
+        ("A production layout", replicas[replicas.index("## A production layout") :]),
+    ):
+        found = set(MEASUREMENT.findall(_prose(text))) - SETTINGS
+        assert not found, f"{name} states {sorted(found)}: only results files may"
 
 
 def test_the_results_say_where_and_how_they_were_measured():

@@ -37,10 +37,9 @@ def test_gen_is_in_sync_with_protos(tmp_path):
     assert not stale, f"stale generated files (run `portico gen`): {stale}"
 
 
-def test_readme_rpc_table_is_in_sync_with_the_descriptors():
-    readme = codegen.README.read_text()
-    expected = codegen.readme_with_table(readme, codegen.rpc_table(Registry.from_package("gen")))
-    assert readme == expected, "README.md's RPC table is stale; run `portico gen`"
+def test_the_generated_pages_are_in_sync_with_the_descriptors_and_settings():
+    for page, expected in codegen.generated_pages(Registry.from_package("gen")).items():
+        assert page.read_text() == expected, f"{page.name}'s tables are stale; run `portico gen`"
 
 
 def test_rpc_table_lists_every_rpc_with_its_routes():

@@ -97,15 +97,15 @@ def test_the_generator_makes_every_operation_but_the_ndjson_bodies(generated: Pa
 def _readme_block(marker: str, **replaced: str) -> dict[str, Any]:
     """What running the python block under "Generated clients" that holds ``marker`` defines,
     its text ``replaced`` (the README's address and password by this test's)."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n#### Generated clients\n", 1)[1].split("\n### ", 1)[0]
+    page = (ROOT / "docs" / "how-to" / "generated-clients.md").read_text()
+    section = page.split("\n### Generated clients\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"^```python\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
     (code,) = [block for block in blocks if marker in block]
     for old, new in replaced.items():
         assert old in code, old
         code = code.replace(old, new)
     namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "generated-clients.md", "exec"), namespace)
     return namespace
 
 

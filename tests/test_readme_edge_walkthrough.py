@@ -1,4 +1,4 @@
-"""The README's edge-cloud walkthrough, as a reader pastes it: its shell block, unchanged but for
+"""The site's edge-cloud walkthrough, as a reader pastes it: its shell block, unchanged but for
 the server's port, in one bash against a fresh ``portico serve --demo`` (with ``AUTH`` set as
 the walkthrough before it leaves it), and what it prints is what its comments say: a failure, a
 port allocation, a tenant-bound account and a NOT_FOUND with its details.
@@ -24,13 +24,14 @@ import pytest
 from tests.conftest import ROOT, require
 from tests.serve_process import TEST_ENV, serve_process
 
+PAGE = ROOT / "docs" / "how-to" / "walkthrough-edge.md"
+
 pytestmark = pytest.mark.slow  # a server of its own: scheduled first (tests/conftest.py)
 
 
-def edge_walkthrough(readme: str) -> str:
-    """The shell block of the README's edge-cloud walkthrough."""
-    section = readme.split("\n### Walkthrough: the edge-cloud controller\n", 1)[1]
-    [block] = re.findall(r"^```sh\n(.*?)^```$", section.split("\n### ", 1)[0], re.M | re.S)
+def edge_walkthrough(page: str) -> str:
+    """The shell block of the site's edge-cloud walkthrough."""
+    [block] = re.findall(r"^```sh\n(.*?)^```$", page, re.M | re.S)
     return block
 
 
@@ -74,7 +75,7 @@ def test_the_edge_walkthrough_runs_as_written(tmp_path: Path):
         login = {"username": "admin", "password": TEST_ENV["PORTICO_ADMIN_PASSWORD"]}
         token = httpx.post(f"{served.http_base}/v1/auth:login", json=login).json()["token"]
         port = served.http_base.rsplit(":", 1)[1]
-        block = edge_walkthrough((ROOT / "README.md").read_text())
+        block = edge_walkthrough(PAGE.read_text())
         script = tmp_path / "walkthrough.sh"
         script.write_text(
             "set -eo pipefail\n" + block.replace("localhost:8080", f"localhost:{port}")

@@ -1,4 +1,4 @@
-"""The README's nodes/instances/pods walkthrough, as a reader pastes it: its shell blocks,
+"""The site's nodes/instances/pods walkthrough, as a reader pastes it: its shell blocks,
 unchanged but for the server's ports, against a fresh ``portico serve`` (with ``AUTH`` and
 ``TOKEN`` set as the quick start leaves them). Its instance runs on the real node the
 walkthrough starts, as its comments say, and the gRPC block needs no tool but ``portico``.
@@ -23,17 +23,16 @@ from tests.serve_process import TEST_ENV, serve_process
 pytestmark = pytest.mark.slow  # a server of its own: scheduled first (tests/conftest.py)
 
 
-def nodes_walkthrough(readme: str) -> list[str]:
-    """The shell blocks of the README's nodes walkthrough."""
-    section = readme.split("\n### Walkthrough: nodes, instances, pods\n", 1)[1]
-    return re.findall(r"^```sh\n(.*?)^```$", section.split("\n### ", 1)[0], re.M | re.S)
+def nodes_walkthrough(page: str) -> list[str]:
+    """The shell blocks of the site's nodes walkthrough."""
+    return re.findall(r"^```sh\n(.*?)^```$", page, re.M | re.S)
 
 
 def test_the_nodes_walkthrough_places_its_instance_on_the_real_node(tmp_path: Path):
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "portico").exists() or shutil.which("curl") is None:
         require("curl and the portico command", "the walkthrough runs both")
-    blocks = nodes_walkthrough((ROOT / "README.md").read_text())
+    blocks = nodes_walkthrough((ROOT / "docs" / "how-to" / "walkthrough-nodes.md").read_text())
     assert len(blocks) == 2
     assert "grpcurl" not in blocks[1], "the gRPC block needs only what Portico installs"
     env = {"PORTICO_SIM_STEP_SECONDS": "0.05"}

@@ -1,4 +1,4 @@
-"""The README's quick start, as a newcomer pastes it: every shell block of the section, in order,
+"""The quick start of docs/getting-started.md as pasted: every shell block of it, in order,
 in one bash, in a fresh copy of the repository (so a fresh ``./data``), each expected to succeed.
 
 Four things differ from a newcomer's machine, none of them in the blocks' text:
@@ -37,7 +37,7 @@ CACHES = shutil.ignore_patterns("__pycache__", "*.egg-info", ".*_cache", "node_m
 
 
 def quick_start_blocks(readme: str) -> list[str]:
-    """The ```sh blocks of the README's "Quick start" section, in order."""
+    """The ```sh blocks of the "Quick start" section of the getting-started page, in order."""
     section = readme.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^```sh\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
 
@@ -141,7 +141,7 @@ def test_every_quick_start_block_succeeds_in_order(tmp_path):
         block.replace("127.0.0.1:8080", f"127.0.0.1:{http_port}").replace(
             "127.0.0.1:50051", f"127.0.0.1:{grpc_port}"
         )
-        for block in quick_start_blocks((ROOT / "README.md").read_text())
+        for block in quick_start_blocks((ROOT / "docs" / "getting-started.md").read_text())
     ]
     assert blocks and blocks[0].startswith("python3 -m venv .venv")
     checkout = tmp_path / "portico"

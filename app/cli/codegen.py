@@ -1,4 +1,4 @@
-"""Generated artifacts: ``gen/`` from ``protos/``, and the README's RPC table from the descriptors.
+"""Generated artifacts: ``gen/`` from ``protos/``, and the docs' generated tables.
 
 ``portico gen`` runs both. Tests run them into a temporary folder and compare with what is
 committed, so the committed copies never drift from the protos. It also writes ``openapi.yaml``.
@@ -20,11 +20,14 @@ from app.auth.policy import Access, access
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.openapi.document import openapi_document
 from app.gateway.registry import Method, Registry
+from app.settings.reference import settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOS = ROOT / "protos"
 GEN = ROOT / "gen"
-README = ROOT / "README.md"
+# The documentation pages that hold generated sections.
+RPC_PAGE = ROOT / "docs" / "reference" / "rpcs.md"
+SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
 OPENAPI = ROOT / "openapi.yaml"
 DESCRIPTOR_SET = "portico.binpb"
 
@@ -139,26 +142,33 @@ def rpc_table(registry: Registry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme_with_section(readme_text: str, name: str, content: str) -> str:
-    """The README text with ``content`` between its ``<!-- name:begin/end -->`` markers (the
-    parts of the README that are generated: the RPC table, the benchmark's numbers)."""
+def page_with_section(page_text: str, name: str, content: str) -> str:
+    """A documentation page's text with ``content`` between its ``<!-- name:begin/end -->``
+    markers (the generated parts: the RPC and settings tables, the benchmark's numbers)."""
     markers = re.compile(
         rf"(<!-- {re.escape(name)}:begin -->\n).*?(<!-- {re.escape(name)}:end -->)", re.S
     )
-    if not markers.search(readme_text):
-        raise ValueError(f"README.md has no <!-- {name}:begin/end --> markers")
-    return markers.sub(lambda m: m.group(1) + content + m.group(2), readme_text)
+    if not markers.search(page_text):
+        raise ValueError(f"the page has no <!-- {name}:begin/end --> markers")
+    return markers.sub(lambda m: m.group(1) + content + m.group(2), page_text)
 
 
-def readme_with_table(readme_text: str, table: str) -> str:
-    """The README text with the generated RPC table between its markers."""
-    return readme_with_section(readme_text, "rpc-table", table)
-
-
-def update_readme(readme: Path = README, registry: Registry | None = None) -> None:
-    """Rewrite the RPC table in ``readme`` from the descriptors."""
+def generated_pages(registry: Registry | None = None) -> dict[Path, str]:
+    """The documentation pages with generated sections, as ``portico gen`` writes them: the RPC
+    table from the descriptors, the settings table from the settings the server checks."""
     registry = registry or Registry.from_package("gen")
-    readme.write_text(readme_with_table(readme.read_text(), rpc_table(registry)))
+    return {
+        RPC_PAGE: page_with_section(RPC_PAGE.read_text(), "rpc-table", rpc_table(registry)),
+        SETTINGS_PAGE: page_with_section(
+            SETTINGS_PAGE.read_text(), "settings-table", settings_table()
+        ),
+    }
+
+
+def update_pages(registry: Registry | None = None) -> None:
+    """Rewrite the generated sections of the documentation pages."""
+    for page, text in generated_pages(registry).items():
+        page.write_text(text)
 
 
 def is_public(method: Method) -> bool:
@@ -214,9 +224,9 @@ def write_openapi(path: Path = OPENAPI, registry: Registry | None = None) -> Non
 
 
 def main() -> None:
-    """Regenerate gen/, the README's RPC table and openapi.yaml."""
+    """Regenerate gen/, the documentation's generated tables and openapi.yaml."""
     generate()
     # A fresh interpreter state is not needed: gen modules are imported only after generation.
     sys.modules.pop("gen", None)
-    update_readme()
+    update_pages()
     write_openapi()

@@ -28,7 +28,7 @@ from app.store import Account, ObjectStore, StoreError, make_private_folder
 AUDIT_LOG = "audit.log"  # in the data folder: what `portico users` changed, and who
 DESCRIPTION = "Portico: five control-plane gRPC APIs, served over gRPC and REST/JSON."
 SERVE_EPILOG = (
-    "Every setting also has a PORTICO_* environment variable (the README lists them all); a "
+    "Every setting also has a PORTICO_* environment variable (docs/reference/settings.md); a "
     "flag wins over it. Port 0 picks a free port; the start-up line names the ports bound."
 )
 
@@ -132,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     add_ready_command(commands)
 
     commands.add_parser(
-        "gen", help="regenerate gen/, the README's RPC table and openapi.yaml from protos/"
+        "gen", help="regenerate gen/, the docs' RPC and settings tables and openapi.yaml"
     ).set_defaults(run=_gen)
     openapi = commands.add_parser("openapi", help="write the OpenAPI 3.1 document (YAML)")
     openapi.add_argument(

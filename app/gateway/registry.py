@@ -1,6 +1,6 @@
 """The services and methods Portico serves, read from protobuf descriptors (never hand-listed).
 
-Everything transport-shaped (REST routes, the gRPC server, OpenAPI, the auth policy, the README's
+Everything transport-shaped (REST routes, the gRPC server, OpenAPI, the auth policy, the docs'
 RPC table) is derived from a :class:`Registry`, so adding an RPC to a .proto and regenerating is
 all it takes to serve it.
 """

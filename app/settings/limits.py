@@ -1,4 +1,4 @@
-"""Every bound on what one request may cost, in one place (README "Limits").
+"""Every bound on what one request may cost, in one place (docs/operations/limits.md).
 
 The gateway, the gRPC server and the servicers' validation all read these, so a caller meets the
 same limits on either transport. Sizes that an operator tunes (the body limit, read timeouts,

@@ -16,6 +16,22 @@ from typing import Any
 
 Rule = Callable[[str, Any], None]
 
+# What each rule allows, in the words of its refusals: the settings reference shows them.
+_ALLOWED: dict[Rule, str] = {}
+
+
+def allowed(rule: Rule) -> str:
+    """The values ``rule`` accepts, as its refusal says them."""
+    return _ALLOWED[rule]
+
+
+def _allows(text: str) -> Callable[[Rule], Rule]:
+    def mark(rule: Rule) -> Rule:
+        _ALLOWED[rule] = text
+        return rule
+
+    return mark
+
 # Kept in step with app/auth/passwords.py: the services read settings, and the import contracts
 # keep them from reaching the auth package through this module.
 _MIN_PASSWORD_BYTES = 6
@@ -43,12 +59,18 @@ def _number(variable: str, value: Any, allowed: str) -> None:
         refuse(variable, value, allowed)
 
 
+def _shown(number: float) -> str:
+    """A bound as an operator types it: 1073741824, 0.001 (not 1.07374e+09)."""
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
 def between(low: float, high: float) -> Rule:
     """A number from ``low`` to ``high``, both included."""
 
     whole = isinstance(low, int) and isinstance(high, int)
-    allowed = f"a {'whole ' if whole else ''}number from {low:g} to {high:g}"
+    allowed = f"a {'whole ' if whole else ''}number from {_shown(low)} to {_shown(high)}"
 
+    @_allows(allowed)
     def rule(variable: str, value: Any) -> None:
         _number(variable, value, allowed)
         if not low <= value <= high or (whole and not isinstance(value, int)):
@@ -60,8 +82,10 @@ def between(low: float, high: float) -> Rule:
 def at_least(low: int) -> Rule:
     """A whole number of at least ``low``."""
 
+    allowed = f"a whole number of at least {low}"
+
+    @_allows(allowed)
     def rule(variable: str, value: Any) -> None:
-        allowed = f"a whole number of at least {low}"
         _number(variable, value, allowed)
         if value < low:
             refuse(variable, value, allowed)
@@ -69,6 +93,7 @@ def at_least(low: int) -> Rule:
     return rule
 
 
+@_allows("a whole number")
 def any_int(variable: str, value: Any) -> None:
     """Any whole number."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -78,8 +103,10 @@ def any_int(variable: str, value: Any) -> None:
 def power_of_two(low: int, high: int) -> Rule:
     """A power of two from ``low`` to ``high`` (scrypt's cost)."""
 
+    allowed = f"a power of two from {low} to {high}"
+
+    @_allows(allowed)
     def rule(variable: str, value: Any) -> None:
-        allowed = f"a power of two from {low} to {high}"
         any_int(variable, value)
         if not low <= value <= high or value & (value - 1):
             refuse(variable, value, allowed)
@@ -90,6 +117,7 @@ def power_of_two(low: int, high: int) -> Rule:
 def one_of(*choices: str) -> Rule:
     """Exactly one of ``choices``."""
 
+    @_allows(", ".join(choices))
     def rule(variable: str, value: Any) -> None:
         if value not in choices:
             refuse(variable, value, ", ".join(choices))
@@ -97,6 +125,7 @@ def one_of(*choices: str) -> Rule:
     return rule
 
 
+@_allows("an IP address or a host name")
 def hostname(variable: str, value: Any) -> None:
     """An IP address or a host name."""
     allowed = "an IP address or a host name"
@@ -109,6 +138,7 @@ def hostname(variable: str, value: Any) -> None:
             refuse(variable, value, allowed)
 
 
+@_allows("empty or a full method name such as edgeproto.OperatorApi.CreateOperator")
 def method_name_or_empty(variable: str, value: Any) -> None:
     """Empty, or a full RPC name (``package.Service.Method``); main checks that it is served."""
     allowed = "empty or a full method name such as edgeproto.OperatorApi.CreateOperator"
@@ -118,6 +148,7 @@ def method_name_or_empty(variable: str, value: Any) -> None:
         refuse(variable, value, allowed)
 
 
+@_allows(f"empty, or {_MIN_PASSWORD_BYTES}-{_MAX_PASSWORD_BYTES} bytes")
 def password_or_empty(variable: str, value: Any) -> None:
     """Empty (generate one) or a password Login would accept."""
     if value and not _MIN_PASSWORD_BYTES <= len(value.encode()) <= _MAX_PASSWORD_BYTES:
@@ -128,12 +159,14 @@ def password_or_empty(variable: str, value: Any) -> None:
         )
 
 
+@_allows(f"empty, or at least {_MIN_SECRET_BYTES} bytes")
 def secret_or_empty(variable: str, value: Any) -> None:
     """Empty (generate one) or a signing secret of at least 32 bytes."""
     if value and len(value.encode()) < _MIN_SECRET_BYTES:
         refuse(variable, "(hidden)", f"empty, or at least {_MIN_SECRET_BYTES} bytes")
 
 
+@_allows("empty (SQLite in the data folder), sqlite:///<file> or postgresql://user:pass@host/db")
 def database_url(variable: str, value: Any) -> None:
     """Empty (SQLite in the data folder), ``sqlite:///<file>`` or ``postgresql://...``."""
     allowed = (
@@ -150,6 +183,7 @@ def database_url(variable: str, value: Any) -> None:
     refuse(variable, f"{scheme}:...", allowed)
 
 
+@_allows("comma-separated origins like https://dash.example, or *")
 def origins(variable: str, value: Any) -> None:
     """Comma-separated ``http(s)://host[:port]`` origins, or ``*``."""
     for origin in value:
@@ -157,12 +191,14 @@ def origins(variable: str, value: Any) -> None:
             refuse(variable, origin, "comma-separated origins like https://dash.example, or *")
 
 
+@_allows("empty, or a path like /api or /rpc/v1 (no trailing slash)")
 def path_prefix(variable: str, value: Any) -> None:
     """Empty, or an absolute URL path without a trailing slash, like ``/api``."""
     if value and not re.match(r"^(/[A-Za-z0-9._~-]+)+$", value):
         refuse(variable, value, "empty, or a path like /api or /rpc/v1 (no trailing slash)")
 
 
+@_allows("comma-separated IP addresses or CIDR networks (10.0.0.0/8)")
 def cidr_list(variable: str, value: Any) -> None:
     """Comma-separated addresses or CIDR networks."""
     for item in value:
@@ -175,8 +211,10 @@ def cidr_list(variable: str, value: Any) -> None:
 def subnet(max_prefix: int) -> Rule:
     """An IPv4 network no smaller than ``/max_prefix``."""
 
+    allowed = f"an IPv4 network in CIDR form, /{max_prefix} or larger (10.20.0.0/16)"
+
+    @_allows(allowed)
     def rule(variable: str, value: Any) -> None:
-        allowed = f"an IPv4 network in CIDR form, /{max_prefix} or larger (10.20.0.0/16)"
         try:
             network = ipaddress.ip_network(value, strict=True)
         except ValueError:
@@ -187,6 +225,7 @@ def subnet(max_prefix: int) -> Rule:
     return rule
 
 
+@_allows("comma-separated versions like 1.31.2")
 def dotted_versions(variable: str, value: Any) -> None:
     """A non-empty comma-separated list of ``X.Y.Z`` versions."""
     allowed = "comma-separated versions like 1.31.2"
@@ -197,12 +236,14 @@ def dotted_versions(variable: str, value: Any) -> None:
             refuse(variable, version, allowed)
 
 
+@_allows("empty, or the path of a readable PEM file")
 def file_or_empty(variable: str, value: Any) -> None:
     """Empty, or a readable file."""
     if value and not (os.path.isfile(value) and os.access(value, os.R_OK)):
         refuse(variable, value, "empty, or the path of a readable PEM file")
 
 
+@_allows("comma-separated host:port gRPC servers, such as 127.0.0.1:50051 or api.example:443")
 def upstream_list(variable: str, value: Any) -> None:
     """Comma-separated ``host:port`` gRPC servers (``[v6]:port`` for IPv6 addresses)."""
     allowed = "comma-separated host:port gRPC servers, such as 127.0.0.1:50051 or api.example:443"
@@ -233,6 +274,7 @@ def upstream_tls_pairing(tls: bool, ca: str, cert: str, key: str) -> None:
         )
 
 
+@_allows("empty, or the path of a readable FileDescriptorSet file")
 def descriptor_set_or_empty(variable: str, value: Any) -> None:
     """Empty, or a readable file (``protoc --descriptor_set_out --include_imports``)."""
     if value and not (os.path.isfile(value) and os.access(value, os.R_OK)):
@@ -252,6 +294,7 @@ def tls_pairing(cert: str, key: str, client_ca: str) -> None:
         )
 
 
+@_allows(f"empty, or {_MIN_TOKEN_CHARS}+ characters without spaces")
 def token_or_empty(variable: str, value: Any) -> None:
     """Empty (none) or a bearer token: 16+ characters without spaces."""
     if value and (len(value) < _MIN_TOKEN_CHARS or any(c.isspace() for c in value)):

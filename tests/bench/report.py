@@ -1,14 +1,14 @@
-"""The benchmark's results as Markdown: the load table, the targets and the README section."""
+"""The benchmark's results as Markdown: the load table, the targets and the performance page."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.cli.codegen import readme_with_section
+from app.cli.codegen import page_with_section
 from tests.bench.cases import TURN_SECONDS
 from tests.bench.procs import ROOT
 
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "performance.md"
 
 
 def derive(run: dict[str, Any], workers: int) -> None:
@@ -149,4 +149,4 @@ def readme_with(
     readme: str, results: dict[str, Any], labels: dict[str, str], describe: dict[str, Any]
 ) -> str:
     """``readme`` with its benchmark section replaced by the one for ``results``."""
-    return readme_with_section(readme, "bench-table", section(results, labels, describe))
+    return page_with_section(readme, "bench-table", section(results, labels, describe))

@@ -1,7 +1,7 @@
 """Portico's benchmark: one command, a table and a JSON file of results.
 
     python -m tests.bench.run [--seconds 5] [--workers 1,2] [--only KEYS] [--skip KEYS]
-                              [--out FILE] [--readme]
+                              [--out FILE] [--docs]
 
 For each worker count it starts ``portico serve`` on fresh SQLite stores (seeded with 1,000 and
 with 10,000 clusters, see servers.py) and runs the cases listed below (one module each, in
@@ -161,7 +161,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run only cases whose keys start so (a,b)")
     parser.add_argument("--skip", default="", help="skip cases whose keys start so (sse_1000)")
     parser.add_argument("--out", type=Path, default=Path("bench-results.json"))
-    parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
+    parser.add_argument("--docs", action="store_true", help="also write the table into its page")
     args = parser.parse_args()
     if args.seconds < 1:
         parser.error("--seconds: at least 1")
@@ -186,9 +186,9 @@ def main() -> None:
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(report.table(results, LABELS, DESCRIBE))
     print(f"\nresults written to {args.out}")
-    if args.readme:
-        report.README.write_text(readme_with(report.README.read_text(), results))
-        print("and into README.md")
+    if args.docs:
+        report.PAGE.write_text(readme_with(report.PAGE.read_text(), results))
+        print(f"and into {report.PAGE.name}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from tests.dashboard.conftest import WAIT_SECONDS, LiveServer
 from tests.harness import ADMIN_PASSWORD
 
-# Where the README's screenshots are written when the tests are asked to (re)make them.
+# Where the docs' screenshots are written when the tests are asked to (re)make them.
 SCREENSHOTS_ENV = "PORTICO_SCREENSHOTS"
 
 

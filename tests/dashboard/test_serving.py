@@ -165,12 +165,12 @@ def test_without_its_files_the_dashboard_says_where_it_looked(tmp_path):
     assert get(api, "/").headers["location"] == "/dashboard/"
 
 
-def test_the_readme_shows_each_views_screenshot_and_they_are_committed():
-    readme = (ROOT / "README.md").read_text()
-    shown = re.findall(r"\]\((docs/screenshots/[\w-]+\.png)\)", readme)
+def test_the_dashboard_page_shows_each_views_screenshot_and_they_are_committed():
+    page = (ROOT / "docs" / "how-to" / "dashboard.md").read_text()
+    shown = [f"docs/{p}" for p in re.findall(r"\]\(\.\./(screenshots/[\w-]+\.png)\)", page)]
     made = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "screenshots").glob("*.png")}
     assert set(shown) == made  # every screenshot made is shown, every one shown exists
     for name in ("clusters", "runtime", "edge", "storage", "explorer", "history"):
         assert f"docs/screenshots/{name}.png" in shown
     for path in made:
-        assert (ROOT / path).stat().st_size < 150_000, path  # small enough for a README
+        assert (ROOT / path).stat().st_size < 150_000, path  # small enough for a page

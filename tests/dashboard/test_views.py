@@ -1,6 +1,6 @@
 """The operations views in headless Chromium against a Portico seeded with ``--demo`` data:
 each fills, changes live without a reload, offers its actions (with confirmation) and fits a
-360 px screen. The README's screenshots are made here: PORTICO_SCREENSHOTS=docs/screenshots."""
+360 px screen. The docs' screenshots are made here: PORTICO_SCREENSHOTS=docs/screenshots."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from tests.services.kudo.world import bearer, headers
 
 pytestmark = pytest.mark.chromium
 
-WIDE = (1100, 720)  # the README's screenshots: small files, still readable
+WIDE = (1100, 720)  # the docs' screenshots: small files, still readable
 NARROW = 360
 VIEWS = ("#/kaas", "#/runtime", "#/edge", "#/storage", "#/explorer", "#/history")
 

@@ -1,7 +1,7 @@
 """Portico as several replicas: PostgreSQL, three replicas and HAProxy, measured and failed over.
 
     python -m tests.scale.run [--seconds 5] [--failover-seconds 20] [--replicas 3]
-                              [--database-url URL] [--out FILE] [--readme]
+                              [--database-url URL] [--out FILE] [--docs]
 
 It makes a fresh schema on the PostgreSQL server of ``--database-url`` (default:
 ``PORTICO_TEST_DATABASE_URL``), stores 10,000 clusters in it, starts the replicas on it and
@@ -29,7 +29,7 @@ from typing import Any
 
 import psycopg
 
-from app.cli.codegen import readme_with_section
+from app.cli.codegen import page_with_section
 from tests.bench import wrk
 from tests.bench.cases import create, read, sse
 from tests.bench.procs import ROOT, Processes, machine, stopped_on_signals
@@ -37,7 +37,7 @@ from tests.bench.servers import k8s_version
 from tests.scale import failover
 from tests.scale.cluster import Deployment, _libpq, deployment
 
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "how-to" / "replicas.md"
 OBJECTS = 10_000
 INSTANCES = 8  # scheduler instances the failover's watchers see change
 
@@ -146,7 +146,7 @@ def section(results: dict[str, Any]) -> str:
 
 
 def readme_with(readme: str, results: dict[str, Any]) -> str:
-    return readme_with_section(readme, "scale-table", section(results))
+    return page_with_section(readme, "scale-table", section(results))
 
 
 def main() -> None:
@@ -159,7 +159,7 @@ def main() -> None:
         help="a PostgreSQL server (postgresql://...) where a fresh schema may be made",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("scale-results.json"))
-    parser.add_argument("--readme", action="store_true", help="also write the table into README.md")
+    parser.add_argument("--docs", action="store_true", help="also write the table into its page")
     args = parser.parse_args()
     if args.replicas < 2:
         parser.error("--replicas: at least 2 (one is killed, another must take over)")
@@ -197,9 +197,9 @@ def main() -> None:
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(table(results))
     print(f"\nresults written to {args.out}")
-    if args.readme:
-        README.write_text(readme_with(README.read_text(), results))
-        print("and into README.md")
+    if args.docs:
+        PAGE.write_text(readme_with(PAGE.read_text(), results))
+        print(f"and into {PAGE.name}")
 
 
 if __name__ == "__main__":

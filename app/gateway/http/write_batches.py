@@ -5,7 +5,7 @@ syscall at once; replies of many connections, computed in the same loop turn, go
 between the Python work of the next. On a loaded server that costs more than the syscalls: every
 ``send`` wakes the client (or the proxy in front), which reads, sleeps, and is woken again by the
 next. Holding what a connection writes until the turn ends sends each reply in one syscall and
-all of the turn's replies back to back (measured by ``tests/bench``: see the README).
+all of the turn's replies back to back (measured by ``tests/bench``: see docs/performance.md).
 
 What is held is bounded: a connection holding more than :data:`HOLD_BYTES` writes through at
 once, so the transport's own flow control (pause_writing → uvicorn's drain) still sees large

@@ -19,7 +19,7 @@ Cloudlet, ClusterInst and AppInst. Behaviour where SPEC is silent:
   Creating on a parent being deleted is FAILED_PRECONDITION.
 - Creating again what a failed create left behind is a retry; deleting it needs no CRM.
 - An App with ``del_opt: AUTO_DELETE`` takes its AppInsts with it; an AppInst naming an
-  ``autocluster...`` ClusterInst that does not exist creates it (see the README).
+  ``autocluster...`` ClusterInst that does not exist creates it (see the edge walkthrough).
 """
 
 from __future__ import annotations

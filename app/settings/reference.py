@@ -1,0 +1,229 @@
+"""The settings reference: every setting's variable, default, allowed values and meaning.
+
+The meanings are here, once; defaults come from :class:`~app.settings.config.Settings` and the
+allowed values from the rules the server checks at start. ``portico gen`` writes the table into
+``docs/reference/settings.md``, and a test keeps it in sync.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from app.settings.config import Settings, variable
+from app.settings.setting_rules import allowed
+
+# What each setting does, by field name.
+MEANINGS: dict[str, str] = {
+    "http_host": "REST/JSON listen address (an IP or host name)",
+    "http_port": "REST/JSON port (0 picks a free port, one for all workers)",
+    "grpc_host": "gRPC listen address (an IP or host name)",
+    "grpc_port": "gRPC port (0 picks a free port, one for all workers)",
+    "data_dir": (
+        "state folder (the SQLite database, the generated JWT secret; `node-certs/` of `portico "
+        "node-agent`)"
+    ),
+    "workers": (
+        "server processes sharing both ports and the store (1-64); background work runs on one of"
+        " them"
+    ),
+    "access_log": "one log line per HTTP request (uvicorn's access log)",
+    "request_log": (
+        "one structured line per RPC call on either transport (see [Logs](../operations/logs.md))"
+    ),
+    "log_format": "`text`, or `json`: one JSON object a line, for every log line",
+    "metrics": "Prometheus metrics at `/metrics`; `false` records and serves none",
+    "metrics_port": (
+        "serve `/metrics` on this port of `PORTICO_HTTP_HOST` instead of the HTTP port (`0`: the "
+        "HTTP port); not the HTTP or gRPC port; needs metrics on"
+    ),
+    "metrics_token": (
+        "when set (16+ characters, no spaces), `/metrics` wants `Authorization: Bearer <token>`; "
+        "needs metrics on"
+    ),
+    "database_url": (
+        "`postgresql://user:pass@host/db` to share state between replicas, or `sqlite:///<file>`"
+    ),
+    "group_commit_max_transactions": (
+        "at most this many write transactions share one database commit (1 to 10000; `1`: each "
+        "commits alone); see [The write path](../concepts/write-path.md)"
+    ),
+    "group_commit_max_seconds": (
+        "a group commits once its first transaction has waited this long for others to join, even"
+        " while more queue (0 to 1)"
+    ),
+    "event_retention_seconds": (
+        "events older than this (at least 1) are compacted; a watch from before them gets "
+        "`OUT_OF_RANGE`"
+    ),
+    "admin_password": (
+        "password of the bootstrap `admin` account (6-70 bytes); only used while there are no "
+        "accounts, and said at start when ignored"
+    ),
+    "jwt_secret": "HS256 signing secret, at least 32 bytes",
+    "token_ttl_seconds": "lifetime of issued tokens (at least 1)",
+    "password_hash_cost": (
+        "scrypt's N for password hashes, a power of two from 2 to 1048576 (lower it only in "
+        "tests)"
+    ),
+    "json_names": "`proto`: field names as in the .proto files; `camel`: lowerCamelCase",
+    "unknown_fields": (
+        "`reject` answers unknown JSON fields and query parameters, and enum numbers the enum "
+        "does not define (on both transports), with 400; `ignore` drops unknown fields and keeps "
+        "such numbers"
+    ),
+    "max_body_bytes": (
+        "larger request bodies, NDJSON request lines and WebSocket frames are refused with 413 "
+        "(`RESOURCE_EXHAUSTED`) (1 KiB to 1 GiB)"
+    ),
+    "header_timeout_seconds": (
+        "a request's headers must arrive within this (from the connection's opening, or from the "
+        "first byte of a later request on it), else `408` and the connection is closed (0.001 to "
+        "86400; checked once a second, so it may fire up to a second late)"
+    ),
+    "body_timeout_seconds": (
+        "a request body (of any call but a client stream) must arrive within this, else `408` "
+        "(0.001 to 86400; checked once a second, so it may fire up to a second late)"
+    ),
+    "stream_heartbeat_seconds": (
+        "no HTTP stream is quiet longer than this: it gets a keepalive (SSE `: keepalive` "
+        "comment, NDJSON empty line) (0.001 to 86400)"
+    ),
+    "shutdown_grace_seconds": (
+        "on SIGTERM/SIGINT, how long calls in flight may take to finish before the process exits "
+        "(0.001 to 86400)"
+    ),
+    "cors_origins": "comma-separated origins allowed by CORS (`https://host[:port]`, or `*`)",
+    "rpc_prefix": (
+        "path prefix for Connect and gRPC-Web besides `/{package}.{Service}/{Method}` (empty: "
+        "only that path)"
+    ),
+    "trusted_proxies": (
+        "comma-separated addresses or CIDR networks of proxies whose `X-Forwarded-For` / "
+        "`Forwarded` name the client (see [Accounts](../how-to/accounts.md))"
+    ),
+    "tls_cert": (
+        "PEM certificate chain and its key: both transports serve TLS (see "
+        "[TLS](../how-to/tls.md))"
+    ),
+    "tls_key": (
+        "PEM certificate chain and its key: both transports serve TLS (see "
+        "[TLS](../how-to/tls.md))"
+    ),
+    "tls_client_ca": (
+        "PEM CA certificates: gRPC callers must present a client certificate signed by one"
+    ),
+    "sim_step_seconds": "wall-clock seconds per step of the simulated infrastructure (up to 3600)",
+    "k8s_versions": "Kubernetes versions the cluster manager offers (`X.Y.Z`, at least one)",
+    "machine_ip_pool": "addresses of simulated MaaS machines (an IPv4 network, /30 or larger)",
+    "sim_failure_ratio": (
+        "share of simulated failures (0 to 1), and the seed that picks them: KaaS machines that "
+        "fail to deploy, and edge Cloudlet, ClusterInst and AppInst creates, updates and deletes "
+        "that fail (each operation draws once)"
+    ),
+    "sim_seed": (
+        "share of simulated failures (0 to 1), and the seed that picks them: KaaS machines that "
+        "fail to deploy, and edge Cloudlet, ClusterInst and AppInst creates, updates and deletes "
+        "that fail (each operation draws once)"
+    ),
+    "node_subnet_pool": "each scheduler node gets a /24 out of it (an IPv4 network, /24 or larger)",
+    "node_grace_seconds": (
+        "a node silent this long after its status stream ended is `FAILED` (up to 86400)"
+    ),
+    "sim_nodes": "simulated scheduler nodes run in-process (0-1000)",
+    "image_retention_seconds": (
+        "an image no pod uses is removed from the nodes after this long, with `IMAGE_REMOVED` (0 "
+        "to 31536000)"
+    ),
+    "idempotency_retention_seconds": (
+        "how long the outcome of a call made with an idempotency key is kept for its repeats (60 "
+        "to 2592000); see [Safe retries](../concepts/idempotency.md)"
+    ),
+    "test_crash_after_commit": (
+        "**tests only**: a full method name (e.g. `edgeproto.OperatorApi.CreateOperator`); after "
+        "a keyed call to it commits, the process kills itself (SIGKILL) before replying. Must "
+        "name a served method; never set it in production"
+    ),
+    "demo": (
+        "`--demo`: fill every service with a small world on start (demo clusters, nodes, pods, "
+        "statistics), once per database; see [the "
+        "walkthroughs](../how-to/walkthrough-kubernetes.md)"
+    ),
+    "upstreams": (
+        "`portico proxy` only: comma-separated `host:port` gRPC servers to front (`--upstream`, "
+        "repeated); see [Front another gRPC server](../how-to/proxy.md)"
+    ),
+    "descriptor_set": (
+        "`portico proxy` only: a FileDescriptorSet (`protoc --descriptor_set_out "
+        "--include_imports`) read instead of server reflection; needs exactly one upstream"
+    ),
+    "proxy_auth": (
+        "`portico proxy` only (`--auth`): `jwt` (Portico's accounts and login, as `serve`), "
+        "`none` (no checks, a warning at start) or `passthrough` (the caller's `Authorization` "
+        "goes to the upstream)"
+    ),
+    "upstream_tls": "`portico proxy` only: TLS to the upstreams, verified with the system roots",
+    "upstream_ca": (
+        "`portico proxy` only: TLS to the upstreams, verified with these PEM CA certificates "
+        "(implies TLS)"
+    ),
+    "upstream_cert": (
+        "`portico proxy` only: a PEM client certificate and its key for the upstreams (both or "
+        "neither; needs TLS)"
+    ),
+    "upstream_key": (
+        "`portico proxy` only: a PEM client certificate and its key for the upstreams (both or "
+        "neither; needs TLS)"
+    ),
+    "upstream_poll_seconds": (
+        "`portico proxy` only: how often each upstream's reflection is asked whether its "
+        "descriptors changed (0.1 to 86400)"
+    ),
+}
+
+# Where an empty default means something else than "none".
+EMPTY_MEANS = {
+    "database_url": "SQLite in the data folder",
+    "admin_password": "random, printed once",
+    "jwt_secret": "generated once, kept in the data folder (mode 0600)",
+}
+
+
+def settings_table() -> str:
+    """Every setting as a Markdown table row: variable, default, allowed values, meaning."""
+    rows = [
+        "| variable | default | allowed | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for field in dataclasses.fields(Settings):
+        cells = (
+            f"`{variable(field.name)}`",
+            _default(field),
+            _allowed(field).replace("|", "\\|"),
+            MEANINGS[field.name].replace("|", "\\|"),
+        )
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def _default(field: dataclasses.Field[Any]) -> str:
+    value = field.default
+    if value in ("", ()):
+        return EMPTY_MEANS.get(field.name, "none")
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, Path):
+        return f"`./{value}`"
+    if isinstance(value, tuple):
+        return f"`{','.join(value)}`"
+    return f"`{value}`"
+
+
+def _allowed(field: dataclasses.Field[Any]) -> str:
+    rule = field.metadata.get("rule")
+    if rule is not None:
+        return allowed(rule)
+    if field.type in (bool, "bool"):
+        return "true, false"
+    return "a folder path"

@@ -33,7 +33,7 @@ from app.gateway.registry import Method, Registry
 from app.grpc_server.context import IdentifiedContext
 from app.grpc_server.idempotency import run_once
 from app.grpc_server.reflection import Reflection
-from app.observe.calls import Telemetry
+from app.observe.calls import UNMATCHED, Telemetry
 from app.observe.grpc_calls import observed, traced_servicer
 from app.settings import limits
 
@@ -110,6 +110,9 @@ def create_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     registered = [service.full_name for service in registry.services]
     server.add_generic_rpc_handlers(Reflection((*registered, health.SERVICE_NAME)).handlers())
+    # Last: what no handler above serves is answered (and counted) here, as REST counts paths
+    # no binding matches, instead of by grpc's own UNIMPLEMENTED, which no metric sees.
+    server.add_generic_rpc_handlers((_Unmatched(telemetry or Telemetry()),))
     if credentials is None:
         port = server.add_insecure_port(address)
     else:
@@ -130,6 +133,25 @@ async def stop(server: grpc.aio.Server, grace: float = 5.0) -> None:
     """Report NOT_SERVING, then let in-flight calls finish for up to ``grace`` seconds."""
     await _HEALTH[server].servicer.enter_graceful_shutdown()
     await server.stop(grace)
+
+
+class _Unmatched(grpc.GenericRpcHandler):
+    """Every method no other handler serves: UNIMPLEMENTED, counted under ``rpc="unmatched"``."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self._rpc = telemetry.rpc("grpc", UNMATCHED)
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method = handler_call_details.method
+        rpc = self._rpc
+
+        async def refuse(requests: Any, context: grpc.aio.ServicerContext) -> None:
+            # A stream handler, whatever the caller's kind: nothing of the call is read.
+            observation = rpc.begin()
+            observation.end(grpc.StatusCode.UNIMPLEMENTED.name)
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {method}")
+
+        return grpc.stream_stream_rpc_method_handler(refuse)
 
 
 class _Admission:

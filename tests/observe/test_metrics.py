@@ -49,6 +49,12 @@ def test_rest_and_grpc_calls_move_their_counters_and_histograms(tmp_path):
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await grpc_unary(server.channel, VERSION, (("authorization", "Bearer forged"),))
             assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            # A method nobody serves is counted as over REST (grpc answered it unseen before).
+            unknown = server.channel.unary_unary("/no.such.Service/Method")
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                await unknown(b"")
+            assert missing.value.code() is grpc.StatusCode.UNIMPLEMENTED
+            assert "/no.such.Service/Method" in (missing.value.details() or "")
             bad = await server.http.post(
                 "/v1/auth:login", json={"username": "admin", "password": "wrong-password"}
             )
@@ -76,6 +82,7 @@ def test_rest_and_grpc_calls_move_their_counters_and_histograms(tmp_path):
     assert calls("grpc", "OK", "") == 2
     assert calls("grpc", "UNAUTHENTICATED", "") == 1
     assert calls("rest", "NOT_FOUND", "404", rpc="unmatched") == 1
+    assert calls("grpc", "UNIMPLEMENTED", "", rpc="unmatched") == 1
     assert calls("connect", "OK", "200") == 1
     assert calls("connect", "UNAUTHENTICATED", "401") == 1
     assert calls("grpc-web", "UNAUTHENTICATED", "200") == 1  # the status is in the trailers
@@ -96,6 +103,7 @@ def test_rest_and_grpc_calls_move_their_counters_and_histograms(tmp_path):
     for name, labels in after:
         for label, text in labels:
             assert "/no/such" not in text and "admin" not in text, (name, label, text)
+            assert "no.such" not in text, (name, label, text)
 
 
 def test_streams_count_as_open_while_they_run_and_their_messages_as_sent(tmp_path):

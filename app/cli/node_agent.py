@@ -162,6 +162,12 @@ def options_from(args: argparse.Namespace) -> AgentOptions:
     )
 
 
+def first_certificate(chain: str) -> str:
+    """The leaf of a PEM chain (``--tls-cert`` may hold its intermediates after it)."""
+    end = "-----END CERTIFICATE-----"
+    return chain[: chain.index(end) + len(end)] + "\n" if end in chain else chain
+
+
 def load_or_create_certificate(cert_dir: Path, name: str) -> str:
     """The node's certificate PEM from ``cert_dir``; a new self-signed one the first time."""
     cert_path, key_path = cert_dir / f"{name}.crt", cert_dir / f"{name}.key"
@@ -291,7 +297,12 @@ async def serve_node(options: AgentOptions, certificate: str, stop: asyncio.Even
 
 async def run_agent(options: AgentOptions, stop: asyncio.Event) -> None:
     """Serve the node until ``stop`` is set, reconnecting when the server is unreachable."""
-    certificate = load_or_create_certificate(options.cert_dir, options.name)
+    # With a TLS client certificate the node is what that certificate says (its CN): the same
+    # identity on the connection and in Register. Without one, a self-signed certificate of its own.
+    if options.tls_cert:
+        certificate = first_certificate(Path(options.tls_cert).read_text())
+    else:
+        certificate = load_or_create_certificate(options.cert_dir, options.name)
     backoff = 0.1
     while not stop.is_set():
         try:

@@ -75,10 +75,12 @@ def test_both_transports_serve_tls_and_grpc_wants_a_client_certificate(tmp_path)
             f"--tls-key={node_cert.key_path}",
         )
         assert "registered" in _node_agent_registers(server, agent_flags, tmp_path)
-        # The verified client certificate stands for an empty ``certificate``: its CN is the node.
+        # It registered its TLS identity, not a self-signed certificate of its own: none was
+        # made, and the verified client certificate (an empty ``certificate``) is the same node.
+        assert not (tmp_path / "node").exists()
         first, again = asyncio.run(_register_by_client_certificate(address, trusted, node_cert))
         assert (first.code, again.code, again.subnet) == (0, 0, first.subnet)
-        assert "'edge-1' registered" in first.description
+        assert "'edge-1' was already registered" in first.description
         assert "'edge-1' was already registered" in again.description
     finally:
         assert server.stop() == 0
@@ -116,16 +118,13 @@ async def _grpc_calls(
 async def _register_by_client_certificate(
     address: str, trusted: bytes, node: Issued
 ) -> list[scheduler_pb2.NodeRegisterReply]:
-    """As the node account edge-1: unregister the agent's node (it registered its own
-    self-signed certificate), then ``Register`` twice with no certificate in the request."""
+    """As the node account edge-1, ``Register`` twice with no certificate in the request."""
     credentials = grpc.ssl_channel_credentials(trusted, node.key_pem, node.cert_pem)
     async with grpc.aio.secure_channel(address, credentials) as channel:
         login = auth_pb2.LoginRequest(username="edge-1", password="agent-password")
         token = (await auth_pb2_grpc.AuthServiceStub(channel).Login(login, timeout=10)).token
         metadata = (("authorization", f"Bearer {token}"),)
         nodes = scheduler_pb2_grpc.NodeServiceStub(channel)
-        leave = scheduler_pb2.NodeUnregisterRequest(id="edge-1")
-        await nodes.Unregister(leave, metadata=metadata, timeout=10)
         register = scheduler_pb2.NodeRegisterRequest()
         return [await nodes.Register(register, metadata=metadata, timeout=10) for _ in range(2)]
 

@@ -269,6 +269,24 @@ def test_bidi_over_websocket(style: type[ShelfServicer]) -> None:
     run(check())
 
 
+def test_a_websocket_conversation_ends_at_its_deadline() -> None:
+    # Like NDJSON/SSE and Connect streams, the upgrade's grpc-timeout bounds the call: the
+    # servicer waiting for the next message is cancelled and the client told why.
+    servicer = ShelfServicer()
+
+    async def check() -> None:
+        async with uvicorn_serving(live_app(servicer)) as address:
+            url = f"ws://{address}/v1/things:chat"
+            async with connect(url, additional_headers={"grpc-timeout": "300m"}) as socket:
+                await socket.send(json.dumps({"name": "a"}))
+                assert json.loads(await socket.recv())["result"]["name"] == "A"
+                # No more messages, no half-close: only the deadline can end it.
+                ended = json.loads(await asyncio.wait_for(socket.recv(), 5))
+                assert ended["error"]["code"] == grpc.StatusCode.DEADLINE_EXCEEDED.value[0]
+
+    run(check())
+
+
 def test_a_browser_websocket_passes_its_token_as_a_subprotocol() -> None:
     # Browsers cannot set headers on a WebSocket: the token comes as "bearer.<token>", and the
     # server accepts naming only "portico.json", never echoing the token.

@@ -19,7 +19,7 @@ from app.gateway.codec import streaming
 from app.gateway.codec.json_mapping import dump_json
 from app.gateway.errors import GatewayError
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, admit, new_call, stream_failure
+from app.gateway.invoker import Call, admit, new_call, stream_ending, until_deadline
 from app.gateway.stages import Stages
 
 WEBSOCKET_SUBPROTOCOL = "portico.json"
@@ -96,15 +96,15 @@ class WebSocketDispatcher:
                 self.stages.options.max_body_bytes,
             )
             context.read_from(requests)
-            async with contextlib.aclosing(self.stages.invoker.stream(call, requests)) as replies:
+            replies = self.stages.invoker.stream(call, requests)
+            # The upgrade's grpc-timeout bounds the whole conversation, as for the other streams.
+            async with contextlib.aclosing(replies), until_deadline(context):
                 async for reply in replies:
                     text = self.stages.transcoder.reply_json(plan, reply, streamed=True).decode()
                     await send({"type": "websocket.send", "text": text})
             error = context.status_error()
-        except GatewayError as exc:
-            error = exc
         except (Exception, asyncio.CancelledError) as exc:
-            error = stream_failure(call, streams, exc)
+            error = stream_ending(call, streams, exc)
         finally:
             context.finish()
             pump.stop()

@@ -402,6 +402,41 @@ def test_the_keyboard_alone_moves_between_views(browser, live_server):
     )
 
 
+# On a phone every table row is a card: nothing scrolls sideways inside a table, and the
+# names in its cells stay whole (one line each), not broken mid-word to fit a column.
+TABLES_UNCUT = """
+const broken = [];
+for (const wrap of document.querySelectorAll('#view .table-wrap')) {
+  if (wrap.scrollWidth > wrap.clientWidth + 1) broken.push('scrolls: ' + wrap.textContent.slice(0, 40));
+}
+for (const td of document.querySelectorAll('#view .table-wrap td')) {
+  for (const node of td.childNodes) {
+    if (node.nodeType !== Node.TEXT_NODE || !/^[\\w.-]{1,24}$/.test(node.textContent.trim())) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    if (range.getClientRects().length > 1) broken.push('broken: ' + node.textContent);
+  }
+}
+return broken;
+"""
+
+
+def test_tables_are_cards_on_a_phone(browser, live_server):
+    logged_in(browser, live_server, "#/kaas")
+    browser.set_window_size(NARROW, 780)
+    for view, table in (("#/kaas", "Clusters"), ("#/runtime", "Pods"), ("#/edge", "Cloudlets")):
+        go(browser, view)
+        wait(browser).until(lambda b, t=table: row_keys(b, t))
+        assert browser.execute_script(TABLES_UNCUT) == [], view
+        # Each cell says its column, as the header row would.
+        label = browser.execute_script(
+            "const td = document.querySelector(`#view table[aria-label='${arguments[0]}'] td`);"
+            "return getComputedStyle(td, '::before').content",
+            table,
+        )
+        assert label not in ("none", "normal", '""'), (view, label)
+
+
 def test_every_view_fits_a_360_px_screen(browser, live_server, shots):
     logged_in(browser, live_server, "#/kaas")
     browser.set_window_size(NARROW, 780)

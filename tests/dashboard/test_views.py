@@ -407,11 +407,13 @@ def test_the_keyboard_alone_moves_between_views(browser, live_server):
 TABLES_UNCUT = """
 const broken = [];
 for (const wrap of document.querySelectorAll('#view .table-wrap')) {
-  if (wrap.scrollWidth > wrap.clientWidth + 1) broken.push('scrolls: ' + wrap.textContent.slice(0, 40));
+  const text = wrap.textContent.slice(0, 40);
+  if (wrap.scrollWidth > wrap.clientWidth + 1) broken.push('scrolls: ' + text);
 }
 for (const td of document.querySelectorAll('#view .table-wrap td')) {
   for (const node of td.childNodes) {
-    if (node.nodeType !== Node.TEXT_NODE || !/^[\\w.-]{1,24}$/.test(node.textContent.trim())) continue;
+    const name = node.textContent.trim();
+    if (node.nodeType !== Node.TEXT_NODE || !/^[\\w.-]{1,24}$/.test(name)) continue;
     const range = document.createRange();
     range.selectNodeContents(node);
     if (range.getClientRects().length > 1) broken.push('broken: ' + node.textContent);

@@ -191,6 +191,10 @@ async def follow(
             if event.key != progress.record_key:
                 continue
             seen = Progress.from_bytes(event.data)
+            if overtaken(progress, seen):
+                result, status = _aborted(progress, seen)
+                yield result
+                raise status
             if seen.step != last:
                 last = seen.step
                 for result in _results(seen):
@@ -198,6 +202,24 @@ async def follow(
             if seen.outcome or event.type is EventType.DELETED:
                 _raise_failure(seen)
                 return
+
+
+def overtaken(followed: Progress, seen: Progress) -> bool:
+    """Whether ``seen`` is another kind of operation on the object (an IGNORE_TRANSIENT_STATE
+    delete accepted while a create or update was in flight), which ends ``followed``
+    unfinished. A delete overtaken by a forced delete ends as that one does: deleted."""
+    return seen.action != followed.action
+
+
+def _aborted(followed: Progress, seen: Progress) -> tuple[result_pb2.Result, Rejected]:
+    """How a followed operation ends when another took its object over: its stream's last
+    Result and status say so (ABORTED), never a plain end that reads as success."""
+    message = (
+        f"{VERB[followed.action]} {followed.type_name} aborted: "
+        f"{VERB[seen.action].lower()} requested while it was in progress"
+    )
+    code = grpc.StatusCode.ABORTED
+    return result_pb2.Result(message=message, code=code.value[0]), Rejected(code, message)
 
 
 def _raise_failure(progress: Progress) -> None:

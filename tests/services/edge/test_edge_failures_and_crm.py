@@ -580,7 +580,12 @@ def test_ignore_transient_state_acts_on_a_busy_object_and_still_asks_the_crm(tmp
                 crm.report(asked.key, common_pb2.NOT_PRESENT)
                 seen, error = await asyncio.wait_for(delete, TIMEOUT)
                 assert (seen, error) == ([("Delete requested", 0), ("Deleted", 0)], None)
-                await asyncio.wait_for(create, TIMEOUT)  # the abandoned create's stream ends
+                # The abandoned create's stream ends as the controller ended it: aborted, not OK.
+                seen, error = await asyncio.wait_for(create, TIMEOUT)
+                assert error is not None and error.code() is grpc.StatusCode.ABORTED
+                aborted = "Create ClusterInst aborted: delete requested while it was in progress"
+                assert error.details() == aborted
+                assert seen[-1] == (aborted, grpc.StatusCode.ABORTED.value[0])
                 assert await api.show("clusterinst") == []
 
     run(scenario())

@@ -7,6 +7,7 @@ variable they skip, except under ``CI=true`` where they fail so a missing server
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -37,7 +38,25 @@ def _postgres_server_url() -> str:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{message}; CI=true requires them to run", pytrace=False)
         pytest.skip(message)
+    if (unreachable := _unreachable(url)) is not None:
+        pytest.fail(unreachable, pytrace=False)
     return url
+
+
+@functools.cache
+def _unreachable(url: str) -> str | None:
+    """Why the server of ``url`` cannot be used, asked once per test process: a server that is
+    down fails every PostgreSQL test at once with this line, not each after its own timeout."""
+    try:
+        with psycopg.connect(_libpq_url(url), autocommit=True, connect_timeout=5):
+            return None
+    except psycopg.OperationalError as exc:
+        shown = make_url(url).render_as_string(hide_password=True)
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return (
+            f"PostgreSQL at {shown} ({DATABASE_URL_VARIABLE}) does not answer: {said}; "
+            "start it (.ci/run does) or unset the variable"
+        )
 
 
 @pytest.fixture
@@ -45,10 +64,7 @@ def postgres_url() -> Iterator[str]:
     """A URL whose search path is a fresh, empty schema; the schema is dropped afterwards."""
     server = _postgres_server_url()
     schema = f"store_test_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect(_libpq_url(server), autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"cannot connect to {DATABASE_URL_VARIABLE}: {exc}", pytrace=False)
+    admin = psycopg.connect(_libpq_url(server), autocommit=True, connect_timeout=5)
     with admin:
         admin.execute(f'CREATE SCHEMA "{schema}"')
     url = make_url(server).update_query_dict({"options": f"-csearch_path={schema}"})

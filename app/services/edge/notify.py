@@ -18,6 +18,12 @@ Mapping onto ``Notice``:
    it (see :mod:`~app.services.edge.crm`); a peer registered as a ``NODE_CRM`` with a cloudlet
    takes over that cloudlet from the simulated CRM. Anything else is INVALID_ARGUMENT and ends
    the stream.
+5. A CRM reports for its own cloudlet only: Infos come only from a peer whose Node is a
+   ``NODE_CRM`` naming a cloudlet, and only for that cloudlet (its CloudletInfo, and the
+   ClusterInstInfos and AppInstInfos of instances on it); anything else is PERMISSION_DENIED
+   and ends the stream. An account bound to an operator organisation may be the CRM of that
+   operator's cloudlets only (a developer-bound account of none), so a CRM's token cannot speak
+   for another operator's cloudlet.
 
 The sync lasts while the peer's side is open: when it half-closes (or disconnects) the stream
 ends, and the peer's Node is removed. Over REST (half-duplex NDJSON) a POST of the VERSION notice
@@ -38,6 +44,7 @@ from google.protobuf.message import Message
 import app.services.edge.kinds as k
 from app.services.edge import crm, presence
 from app.services.edge.records import put, remove
+from app.services.edge.tenancy import Tenant
 from app.services.edge.validation import check_key
 from app.services.names import dns_name
 from app.services.status import Rejected, Violations
@@ -88,6 +95,28 @@ def _cloudlet_of(obj: Any) -> Message | None:
     return None
 
 
+def _named(cloudlet: Any) -> str:
+    """``cloudlet berlin-1 of Acme Telecom``."""
+    return f"cloudlet {cloudlet.name!r} of {cloudlet.operator_key.name!r}"
+
+
+def _crm_cloudlet(node: node_pb2.Node) -> Message | None:
+    """The cloudlet ``node`` is the CRM of, checked against the caller's binding."""
+    cloudlet = node.key.cloudlet_key
+    is_crm = node.key.node_type == node_pb2.NODE_CRM and not k.is_empty(cloudlet)
+    tenant = Tenant.of_caller()
+    if tenant.developer or (
+        tenant.operator and (not is_crm or cloudlet.operator_key.name != tenant.operator)
+    ):
+        acts_for = tenant.developer or tenant.operator
+        raise Rejected(
+            Code.PERMISSION_DENIED,
+            f"this account acts for {acts_for!r}: it may only be the CRM (a NODE_CRM peer) of "
+            "that operator's cloudlets",
+        )
+    return cloudlet if is_crm else None
+
+
 class NoticeSync:
     """One peer's sync session."""
 
@@ -97,6 +126,8 @@ class NoticeSync:
         self.controller = controller
         self.peer = peer
         self.node = node_pb2.Node()
+        # The cloudlet this peer is the CRM of (None: it may report no Info).
+        self.reports_for: Message | None = None
 
     async def run(
         self, requests: AsyncIterator[notice_pb2.Notice]
@@ -140,6 +171,7 @@ class NoticeSync:
             if found:
                 raise _bad(f"any.{found.found[0].field}", found.found[0].description)
         self.node = node
+        self.reports_for = _crm_cloudlet(node)
         cloudlet = None
         if first.filter_cloudlet_key and not k.is_empty(node.key.cloudlet_key):
             cloudlet = node.key.cloudlet_key
@@ -189,6 +221,23 @@ class NoticeSync:
                         await pending
             await events.aclose()
 
+    def _check_reports_for(self, kind: k.EdgeType, obj: Message) -> None:
+        """PERMISSION_DENIED unless ``obj`` is an Info of this peer's own cloudlet."""
+        about = _cloudlet_of(obj)
+        if self.reports_for is None:
+            raise Rejected(
+                Code.PERMISSION_DENIED,
+                f"a peer reports a {kind.name} only as the CRM of its cloudlet: its VERSION "
+                "notice's Node must be a NODE_CRM naming the cloudlet",
+            )
+        if about is None or k.key_string(about) != k.key_string(self.reports_for):
+            shown = "no cloudlet" if about is None else _named(about)
+            raise Rejected(
+                Code.PERMISSION_DENIED,
+                f"this peer is the CRM of {_named(self.reports_for)}; it may not report a "
+                f"{kind.name} of {shown}",
+            )
+
     async def _absorb(self, requests: AsyncIterator[notice_pb2.Notice]) -> None:
         """Store what the peer reports, until it half-closes."""
         async for notice in requests:
@@ -207,6 +256,8 @@ class NoticeSync:
             check_key(kind, obj, found)
             if found:
                 raise _bad(f"any.{found.found[0].field}", found.found[0].description)
+            if kind is not k.NODE:
+                self._check_reports_for(kind, obj)
             if hasattr(obj, "notify_id"):
                 obj.notify_id = self.node.notify_id
             obj.ClearField(k.FIELDS_FIELD)

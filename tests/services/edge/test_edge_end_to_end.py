@@ -555,6 +555,7 @@ def test_notify_stream_over_grpc_syncs_then_follows_and_stores_peer_infos(tmp_pa
                     yield notice
 
             me = node_pb2.Node(key=node_pb2.NodeKey(name="crm-berlin", node_type=node_pb2.NODE_CRM))
+            me.key.cloudlet_key.CopyFrom(_world_cloudlet())  # the CRM of the world's cloudlet
             await outgoing.put(_notice(notice_pb2.VERSION, me, version=1))
             stub = notice_pb2_grpc.NotifyApiStub(server.channel)
             call = stub.StreamNotice(requests(), metadata=bearer(token))
@@ -605,6 +606,70 @@ def test_notify_stream_over_grpc_syncs_then_follows_and_stores_peer_infos(tmp_pa
             assert [n async for n in call] == []
             assert await call.code() is grpc.StatusCode.OK
             assert [n async for n in nodes.ShowNode(node_pb2.Node(), metadata=bearer(token))] == []
+
+    run(scenario())
+
+
+def _world_cloudlet() -> cloudlet_pb2.CloudletKey:
+    return cloudlet_pb2.CloudletKey(operator_key={"name": OPERATOR["name"]}, name=CLOUDLET["name"])
+
+
+async def _peer_refused(server: Any, token: str, me: Any, report: Any = None) -> Any:
+    """A Notify session as ``me`` that sends ``report`` after the snapshot: the error it ends
+    with (None when it is not refused)."""
+    stub = notice_pb2_grpc.NotifyApiStub(server.channel)
+    synced = asyncio.Event()
+
+    async def requests():
+        yield _notice(notice_pb2.VERSION, me, version=1)
+        if report is not None:
+            await synced.wait()
+            yield _notice(notice_pb2.UPDATE, report)
+        await asyncio.sleep(60)  # held open: only a refusal ends this session soon
+
+    try:
+        async with asyncio.timeout(TIMEOUT):
+            async for notice in stub.StreamNotice(requests(), metadata=bearer(token)):
+                if notice.action == notice_pb2.SENDALL_END:
+                    if report is None:
+                        return None
+                    synced.set()
+    except grpc.aio.AioRpcError as error:
+        return error
+    return None
+
+
+def test_a_crm_reports_only_for_its_own_cloudlet_and_its_account_binds_it(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            token = await server.login()
+            api = Rest(server, token)
+            await build_world(api)
+            other = cloudlet_pb2.CloudletKey(operator_key={"name": "Other Telecom"}, name="far")
+            offline = cloudlet_pb2.CLOUDLET_STATE_OFFLINE
+            crm = node_pb2.Node(key=node_pb2.NodeKey(name="crm-far", node_type=node_pb2.NODE_CRM))
+            crm.key.cloudlet_key.CopyFrom(other)
+            # The CRM of another cloudlet cannot report for the world's.
+            report = cloudlet_pb2.CloudletInfo(key=_world_cloudlet(), state=offline)
+            refused = await _peer_refused(server, token, crm, report)
+            assert refused is not None and refused.code() is grpc.StatusCode.PERMISSION_DENIED
+            assert "the CRM of cloudlet 'far' of 'Other Telecom'" in refused.details()
+            # Nor can a peer that is no CRM of any cloudlet.
+            dme = node_pb2.Node(key=node_pb2.NodeKey(name="dme-1", node_type=node_pb2.NODE_DME))
+            refused = await _peer_refused(server, token, dme, report)
+            assert refused is not None and refused.code() is grpc.StatusCode.PERMISSION_DENIED
+            assert "only as the CRM of its cloudlet" in refused.details()
+            [info] = await api.show("cloudletinfo")
+            assert info["state"] != "CLOUDLET_STATE_OFFLINE"  # nothing was stored
+            # An account bound to an operator is the CRM of that operator's cloudlets only.
+            bound = await server.add_account("crm-acct", "admin", operator="Other Telecom")
+            mine = await _peer_refused(server, bound, crm)
+            assert mine is None
+            theirs = node_pb2.Node(key=node_pb2.NodeKey(name="crm-w", node_type=node_pb2.NODE_CRM))
+            theirs.key.cloudlet_key.CopyFrom(_world_cloudlet())
+            refused = await _peer_refused(server, bound, theirs)
+            assert refused is not None and refused.code() is grpc.StatusCode.PERMISSION_DENIED
+            assert "acts for 'Other Telecom'" in refused.details()
 
     run(scenario())
 

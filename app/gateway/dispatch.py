@@ -16,6 +16,7 @@ from app.calls import stream_position
 from app.gateway import http_io
 from app.gateway.codec import streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
+from app.gateway.http import compression
 from app.gateway.http.stream_response import StreamResponse
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch
@@ -110,8 +111,16 @@ class RpcDispatcher:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return exc.code.name, exc.http_status
         payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
-        await http_io.send_whole(send, 200, b"application/json", payload, call.request_id, context)
+        await self._send_reply(send, call, payload)
         return None
+
+    @staticmethod
+    async def _send_reply(send: Send, call: Call, payload: bytes) -> None:
+        """A unary reply, gzipped when the client asks and it is worth it."""
+        body, extra = compression.whole_reply(payload, call.headers.get(b"accept-encoding"))
+        await http_io.send_whole(
+            send, 200, b"application/json", body, call.request_id, call.context, extra
+        )
 
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
@@ -137,7 +146,8 @@ class RpcDispatcher:
         method = call.method
         limit = options.max_body_bytes
         framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
-        response = StreamResponse(send, framing, call.request_id, context, stream)
+        gzip = compression.accepts_gzip(call.headers.get(b"accept-encoding"))
+        response = StreamResponse(send, framing, call.request_id, context, stream, gzip)
         try:
             await admit(call, options.authenticate)
             if method.client_streaming:
@@ -158,9 +168,7 @@ class RpcDispatcher:
             if not method.server_streaming:
                 reply = await self.stages.invoker.unary(call, request)
                 payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
-                await http_io.send_whole(
-                    send, 200, b"application/json", payload, call.request_id, context
-                )
+                await self._send_reply(send, call, payload)
                 return None
             _resume_from_last_event(call.headers)
             replies = self.stages.invoker.stream(call, request)  # UNIMPLEMENTED before the 200

@@ -18,6 +18,7 @@ from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.codec.streaming import Framing
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError
+from app.gateway.http.compression import GZIP, VARY, GzipStream
 from app.gateway.open_streams import Stream
 from app.settings import limits
 
@@ -32,8 +33,11 @@ class StreamResponse:
         request_id: str,
         context: GatewayContext,
         stream: Stream,
+        gzip: bool = False,
     ) -> None:
         self._send = send
+        # Asked for by the client: every frame goes out compressed and flushed at once.
+        self._gzip = GzipStream() if gzip else None
         self._framing = framing
         self._request_id = request_id
         self._context = context
@@ -52,12 +56,9 @@ class StreamResponse:
     async def frame(self, rendered: bytes, event_id: int) -> None:
         """Send one reply (with the revision of the event it stands for, if any)."""
         await self._started()
+        body = self._framing.frame(rendered, event_id)
         await self._send(
-            {
-                "type": "http.response.body",
-                "body": self._framing.frame(rendered, event_id),
-                "more_body": True,
-            }
+            {"type": "http.response.body", "body": self._encoded(body), "more_body": True}
         )
         self._stream.sent()
 
@@ -73,6 +74,8 @@ class StreamResponse:
             return error.http_status
         await self._started()
         tail = b"" if error is None else self._framing.error(error, options)
+        if self._gzip is not None:
+            tail = self._gzip.end(tail)
         await self._send({"type": "http.response.body", "body": tail, "more_body": False})
         return 200
 
@@ -104,16 +107,20 @@ class StreamResponse:
     async def _start(self) -> None:
         self._context.headers_sent = True
         framing = self._framing
-        await http_io.start(self._send, 200, framing.content_type, self._request_id, self._context)
+        extra = (VARY,) if self._gzip is None else (VARY, GZIP)
+        await http_io.start(
+            self._send, 200, framing.content_type, self._request_id, self._context, extra
+        )
         if framing.opening:
-            await self._send(
-                {"type": "http.response.body", "body": framing.opening, "more_body": True}
-            )
+            opening = self._encoded(framing.opening)
+            await self._send({"type": "http.response.body", "body": opening, "more_body": True})
         self._stream.sent()
         self._stream.beat = self._keepalive
 
     async def _keepalive(self) -> None:
         with contextlib.suppress(OSError):
-            await self._send(
-                {"type": "http.response.body", "body": self._framing.keepalive, "more_body": True}
-            )
+            keepalive = self._encoded(self._framing.keepalive)
+            await self._send({"type": "http.response.body", "body": keepalive, "more_body": True})
+
+    def _encoded(self, data: bytes) -> bytes:
+        return data if self._gzip is None else self._gzip.chunk(data)

@@ -23,11 +23,13 @@ from app.gateway.codec.transcoding import query_pairs
 from app.gateway.codec.wire_codecs import PROTO, JsonCodec, WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
+from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
+from app.gateway.http.compression import accepts_gzip, gzip_bytes
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call, unary_reply
 from app.gateway.protocols.enveloped import begin_observation, serve_enveloped
-from app.gateway.protocols.envelopes import COMPRESSED, accepts_gzip, envelope, gunzip, gzip_bytes
+from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
 from app.gateway.stages import Stages
 from app.observe.calls import Observation
 
@@ -38,7 +40,6 @@ CODE_NAMES: dict[grpc.StatusCode, str] = {
 }
 END_STREAM = 0x02
 # Replies smaller than this are sent as they are: gzip would cost more than it saves.
-COMPRESS_MIN_BYTES = 1024
 _ENCODINGS = ("gzip", "identity")
 _ACCEPT_ENCODING = "gzip"
 _UNARY_TYPES = {"proto": b"application/proto", "json": b"application/json"}

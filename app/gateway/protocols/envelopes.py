@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import zlib
 from collections.abc import AsyncIterator
 
@@ -84,25 +83,3 @@ def gunzip(data: bytes, limit: int) -> bytes:
     if not inflater.eof:
         raise BadRequest("the gzip payload is truncated")
     return out
-
-
-def accepts_gzip(header: bytes | None) -> bool:
-    """Whether an ``accept-encoding``-style list names gzip, unless with ``q=0``."""
-    for item in (header or b"").split(b","):
-        name, _, params = item.partition(b";")
-        if name.strip().lower() != b"gzip":
-            continue
-        for param in params.split(b";"):
-            key, _, value = param.partition(b"=")
-            if key.strip().lower() == b"q":
-                try:
-                    return float(value) > 0
-                except ValueError:
-                    return False
-        return True
-    return False
-
-
-def gzip_bytes(data: bytes) -> bytes:
-    """Compress a reply; level 6 balances CPU on two shared cores against bytes on the wire."""
-    return gzip.compress(data, compresslevel=6, mtime=0)

@@ -6,6 +6,7 @@ import os
 import queue
 import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -103,3 +104,23 @@ def serve_process(
         process.wait(timeout=10)
         reader.join(timeout=10)
         process.stderr.close()
+
+
+def run_as_pasted(
+    script: Path, cwd: Path, token: str, timeout: float, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run a documentation page's shell ``script`` in bash as a reader's shell would: this
+    environment's ``portico`` on PATH, no PORTICO_* setting but cheap password hashes (and
+    ``env``), and ``AUTH``/``TOKEN`` as the quick start leaves them."""
+    bin_dir = Path(sys.executable).parent
+    shell = {k: v for k, v in os.environ.items() if not k.startswith("PORTICO_")}
+    shell |= {
+        "PATH": os.pathsep.join([str(bin_dir), os.environ["PATH"]]),
+        "PORTICO_PASSWORD_HASH_COST": TEST_ENV["PORTICO_PASSWORD_HASH_COST"],
+        "AUTH": f"Authorization: Bearer {token}",
+        "TOKEN": token,
+        **env,
+    }
+    return subprocess.run(
+        ["bash", str(script)], cwd=cwd, env=shell, capture_output=True, text=True, timeout=timeout
+    )

@@ -10,10 +10,8 @@ milliseconds; password hashes are cheap, as in every test.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, require
-from tests.serve_process import TEST_ENV, serve_process
+from tests.serve_process import TEST_ENV, run_as_pasted, serve_process
 
 PAGE = ROOT / "docs" / "how-to" / "walkthrough-edge.md"
 
@@ -80,20 +78,7 @@ def test_the_edge_walkthrough_runs_as_written(tmp_path: Path):
         script.write_text(
             "set -eo pipefail\n" + block.replace("localhost:8080", f"localhost:{port}")
         )
-        shell = {k: v for k, v in os.environ.items() if not k.startswith("PORTICO_")}
-        shell |= {
-            "PATH": os.pathsep.join([str(bin_dir), os.environ["PATH"]]),
-            "PORTICO_PASSWORD_HASH_COST": TEST_ENV["PORTICO_PASSWORD_HASH_COST"],
-            "AUTH": f"Authorization: Bearer {token}",
-        }
-        ran = subprocess.run(
-            ["bash", str(script)],
-            cwd=tmp_path,
-            env=shell,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        ran = run_as_pasted(script, tmp_path, token, timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     out = printed(ran.stdout)
 

@@ -7,10 +7,8 @@ walkthrough starts, as its comments say, and the gRPC block needs no tool but ``
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, require
-from tests.serve_process import TEST_ENV, serve_process
+from tests.serve_process import TEST_ENV, run_as_pasted, serve_process
 
 pytestmark = pytest.mark.slow  # a server of its own: scheduled first (tests/conftest.py)
 
@@ -49,22 +47,13 @@ def test_the_nodes_walkthrough_places_its_instance_on_the_real_node(tmp_path: Pa
             + "\n"
             + blocks[1]
         )
-        shell = {k: v for k, v in os.environ.items() if not k.startswith("PORTICO_")}
-        shell |= {
-            "PATH": os.pathsep.join([str(bin_dir), os.environ["PATH"]]),
-            "PORTICO_PASSWORD_HASH_COST": TEST_ENV["PORTICO_PASSWORD_HASH_COST"],
-            "PORTICO_GRPC_PORT": str(served.grpc_port),
-            "PORTICO_LOGIN_FILE": str(tmp_path / "login.json"),
-            "AUTH": f"Authorization: Bearer {token}",
-            "TOKEN": token,
-        }
-        ran = subprocess.run(
-            ["bash", str(script)],
-            cwd=tmp_path,
-            env=shell,
-            capture_output=True,
-            text=True,
+        ran = run_as_pasted(
+            script,
+            tmp_path,
+            token,
             timeout=150,
+            PORTICO_GRPC_PORT=str(served.grpc_port),
+            PORTICO_LOGIN_FILE=str(tmp_path / "login.json"),
         )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "portico:" not in ran.stderr, ran.stderr  # every portico command did its part

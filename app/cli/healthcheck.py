@@ -27,17 +27,21 @@ def probe_url(env: Mapping[str, str]) -> str:
     return f"{scheme}://{host}:{env.get('PORTICO_HTTP_PORT', '8080')}/healthz"
 
 
+def loopback_tls(url: str) -> ssl.SSLContext | None:
+    """For an ``https`` probe of this machine's server: whether the process answers, not who it
+    is (its certificate names the public host, never the loopback address asked here)."""
+    if not url.startswith("https:"):
+        return None
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def main() -> int:
     url = probe_url(os.environ)
-    context = None
-    if url.startswith("https:"):
-        # Whether this process answers, not who it is: its certificate names the public host,
-        # never the loopback address asked here.
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(url, timeout=2, context=context) as reply:
+        with urllib.request.urlopen(url, timeout=2, context=loopback_tls(url)) as reply:
             healthy = reply.status == 200
     except OSError as exc:
         print(f"unhealthy: {url}: {exc}", file=sys.stderr)

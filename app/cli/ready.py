@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import ssl
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from app.cli.healthcheck import probe_url
+from app.cli.healthcheck import loopback_tls, probe_url
 from app.gateway.routes import SERVER_PID_HEADER
 
 POLL_SECONDS = 0.2
@@ -35,9 +34,7 @@ def add_ready_command(commands: Any) -> None:
     )
     ready.add_argument("--pid", type=int, required=True, help="the server's process id ($!)")
     ready.add_argument("--log", type=Path, help="the server's log, for the reason it stopped")
-    ready.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds to wait (default: 60)"
-    )
+    ready.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default: 60)")
     ready.set_defaults(run=_ready)
 
 
@@ -84,15 +81,8 @@ def _alive(pid: int) -> bool:
 
 def _ask(url: str) -> tuple[int, str, str] | None:
     """``/readyz``'s status, server pid and body; None when nothing answers yet."""
-    context = None
-    if url.startswith("https:"):
-        # Whether the process answers, not who it is by its certificate: it names the public
-        # host, never the loopback address asked here.
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(url, timeout=2, context=context) as reply:
+        with urllib.request.urlopen(url, timeout=2, context=loopback_tls(url)) as reply:
             return reply.status, reply.headers.get(SERVER_PID_HEADER, ""), reply.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers.get(SERVER_PID_HEADER, ""), ""
@@ -114,4 +104,3 @@ def _exited(pid: int, log: Path | None) -> str:
     return f"portico: the server {pid} exited before it was ready" + (
         f": {reason}" if reason else ""
     )
-

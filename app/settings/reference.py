@@ -64,8 +64,7 @@ MEANINGS: dict[str, str] = {
     "jwt_secret": "HS256 signing secret, at least 32 bytes",
     "token_ttl_seconds": "lifetime of issued tokens (at least 1)",
     "password_hash_cost": (
-        "scrypt's N for password hashes, a power of two from 2 to 1048576 (lower it only in "
-        "tests)"
+        "scrypt's N for password hashes, a power of two from 2 to 1048576 (lower it only in tests)"
     ),
     "json_names": "`proto`: field names as in the .proto files; `camel`: lowerCamelCase",
     "unknown_fields": (
@@ -104,12 +103,10 @@ MEANINGS: dict[str, str] = {
         "`Forwarded` name the client (see [Accounts](../how-to/accounts.md))"
     ),
     "tls_cert": (
-        "PEM certificate chain and its key: both transports serve TLS (see "
-        "[TLS](../how-to/tls.md))"
+        "PEM certificate chain and its key: both transports serve TLS (see [TLS](../how-to/tls.md))"
     ),
     "tls_key": (
-        "PEM certificate chain and its key: both transports serve TLS (see "
-        "[TLS](../how-to/tls.md))"
+        "PEM certificate chain and its key: both transports serve TLS (see [TLS](../how-to/tls.md))"
     ),
     "tls_client_ca": (
         "PEM CA certificates: gRPC callers must present a client certificate signed by one"

@@ -93,8 +93,10 @@ def test_a_cloudlet_shows_what_is_used_of_its_capacity(
     wait(browser).until(lambda b: " of 32 vCPU" in capacity(b))
     refs = live_server.call(used())
     wait(browser).until(
-        lambda b: capacity(b).startswith(f"{refs.used_vcores} of 32 vCPU · ")
-        and f"{refs.used_ram:,} of 65,536 MB" in capacity(b)
+        lambda b: (
+            capacity(b).startswith(f"{refs.used_vcores} of 32 vCPU · ")
+            and f"{refs.used_ram:,} of 65,536 MB" in capacity(b)
+        )
     )
     assert "0 vCPU · 0 MB" not in capacity(browser)
 

@@ -227,7 +227,9 @@ def test_idle_streams_carry_keepalives(tmp_path: Path) -> None:
                 started = time.monotonic()
                 assert await asyncio.wait_for(_next_frame(lines), 5) == ": keepalive"
                 assert time.monotonic() - started < 2
-            async with http.stream("GET", EVENTS, headers=auth) as ndjson:
+            # The bytes on the wire, uncompressed (httpx asks for gzip unless told otherwise).
+            plain = {**auth, "accept-encoding": "identity"}
+            async with http.stream("GET", EVENTS, headers=plain) as ndjson:
                 chunks = ndjson.aiter_raw()
                 # An empty line, which readers of JSON lines skip.
                 assert await asyncio.wait_for(anext(chunks), 5) == b"\n"

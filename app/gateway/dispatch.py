@@ -111,16 +111,8 @@ class RpcDispatcher:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return exc.code.name, exc.http_status
         payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
-        await self._send_reply(send, call, payload)
+        await http_io.send_reply(send, call.headers, payload, call.request_id, context)
         return None
-
-    @staticmethod
-    async def _send_reply(send: Send, call: Call, payload: bytes) -> None:
-        """A unary reply, gzipped when the client asks and it is worth it."""
-        body, extra = compression.whole_reply(payload, call.headers.get(b"accept-encoding"))
-        await http_io.send_whole(
-            send, 200, b"application/json", body, call.request_id, call.context, extra
-        )
 
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
@@ -168,7 +160,7 @@ class RpcDispatcher:
             if not method.server_streaming:
                 reply = await self.stages.invoker.unary(call, request)
                 payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
-                await self._send_reply(send, call, payload)
+                await http_io.send_reply(send, call.headers, payload, call.request_id, context)
                 return None
             _resume_from_last_event(call.headers)
             replies = self.stages.invoker.stream(call, request)  # UNIMPLEMENTED before the 200

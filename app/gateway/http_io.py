@@ -29,6 +29,7 @@ from app.gateway.errors import (
     body_too_slow,
     unsupported_media_type,
 )
+from app.gateway.http import compression, reply_coding
 from app.gateway.http.slow_reads import slow_reads
 from app.observe.calls import Observation
 
@@ -67,7 +68,8 @@ def request_id(headers: Headers) -> str:
 
 
 _PASSED_HEADERS = frozenset(
-    {b"authorization", b"x-forwarded-for", b"forwarded", b"idempotency-key"}
+    # if-match: update and delete calls check it against the stored revision.
+    {b"authorization", b"x-forwarded-for", b"forwarded", b"idempotency-key", b"if-match"}
 )
 
 
@@ -219,6 +221,11 @@ def _response_headers(
         for key, value in (*context.initial_metadata, *context.trailing_metadata_sent):
             if key == STATUS_DETAILS_KEY:
                 continue  # already the Status body
+            if key == reply_coding.ETAG_KEY and isinstance(value, str):
+                # The revision(s) the reply holds: HTTP's own validator, to revalidate always.
+                headers.append((b"etag", value.encode("latin-1")))
+                headers.append(reply_coding.NO_CACHE)
+                continue
             text = base64.b64encode(value).decode() if isinstance(value, bytes) else value
             headers.append((b"grpc-metadata-" + key.encode("latin-1"), text.encode("latin-1")))
     for key, text in extra:
@@ -252,6 +259,23 @@ async def send_whole(
     headers.append((b"content-length", str(len(payload)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
+
+
+async def send_reply(
+    send: Send, headers: Headers, payload: bytes, request_id: str, context: GatewayContext
+) -> None:
+    """A REST call's 200 reply: 304 with no body when ``If-None-Match`` names the reply's ETag,
+    else the body, gzipped when the client accepts it and it is large enough to gain."""
+    etag = None
+    if context.initial_metadata or context.trailing_metadata_sent:
+        etag = reply_coding.etag_of((*context.initial_metadata, *context.trailing_metadata_sent))
+    if etag is not None and reply_coding.none_match(headers.get(b"if-none-match"), etag):
+        start_headers = _response_headers(b"application/json", request_id, context)
+        await send({"type": "http.response.start", "status": 304, "headers": start_headers})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    body, extra = compression.whole_reply(payload, headers.get(b"accept-encoding"))
+    await send_whole(send, 200, b"application/json", body, request_id, context, extra)
 
 
 async def send_error(

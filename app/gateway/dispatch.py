@@ -165,10 +165,16 @@ class RpcDispatcher:
             _resume_from_last_event(call.headers)
             replies = self.stages.invoker.stream(call, request)  # UNIMPLEMENTED before the 200
             response.open()
+            if_none_match = call.headers.get(b"if-none-match")
             async with contextlib.aclosing(replies), until_deadline(context):
                 async for reply in replies:
+                    if if_none_match is not None and await response.not_modified(if_none_match):
+                        break  # the servicer's ETag, given before its first reply, still holds
                     rendered = self.stages.transcoder.reply_json(match.plan, reply, streamed=True)
                     await response.frame(rendered, stream_position.last_event())
+                else:
+                    if if_none_match is not None:
+                        await response.not_modified(if_none_match)  # an unchanged empty list
             error = context.status_error()
         except (Exception, asyncio.CancelledError) as exc:
             error = stream_ending(call, streams, exc)

@@ -77,6 +77,9 @@ class GatewayError(Exception):
         self.message = fitted.message
         self.details = tuple(fitted.details)
         self.http_status = http_status or HTTP_STATUS_BY_CODE[code]
+        failed_if_match = code is grpc.StatusCode.FAILED_PRECONDITION and http_status is None
+        if failed_if_match and _if_match_failed(self.details):
+            self.http_status = 412  # HTTP's own answer to a failed If-Match
         self.headers = tuple(headers)
         given = {name.lower() for name, _ in self.headers}
         if code is grpc.StatusCode.UNAUTHENTICATED and "www-authenticate" not in given:
@@ -187,6 +190,19 @@ def _retry_after(details: Sequence[any_pb2.Any]) -> int | None:
             delay = info.retry_delay
             return max(0, delay.seconds + (1 if delay.nanos > 0 else 0))
     return None
+
+
+# The PreconditionFailure violation type a servicer names when a write's If-Match (``if-match``
+# metadata) does not name the object's current revision.
+IF_MATCH_VIOLATION = "If-Match"
+
+
+def _if_match_failed(details: Sequence[any_pb2.Any]) -> bool:
+    for detail in details:
+        failure = error_details_pb2.PreconditionFailure()
+        if detail.Unpack(failure):
+            return any(v.type == IF_MATCH_VIOLATION for v in failure.violations)
+    return False
 
 
 def _b64(data: bytes) -> str:

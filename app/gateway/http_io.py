@@ -270,12 +270,21 @@ async def send_reply(
     if context.initial_metadata or context.trailing_metadata_sent:
         etag = reply_coding.etag_of((*context.initial_metadata, *context.trailing_metadata_sent))
     if etag is not None and reply_coding.none_match(headers.get(b"if-none-match"), etag):
-        start_headers = _response_headers(b"application/json", request_id, context)
-        await send({"type": "http.response.start", "status": 304, "headers": start_headers})
-        await send({"type": "http.response.body", "body": b""})
+        await send_not_modified(send, request_id, context)
         return
     body, extra = compression.whole_reply(payload, headers.get(b"accept-encoding"))
     await send_whole(send, 200, b"application/json", body, request_id, context, extra)
+
+
+async def send_not_modified(send: Send, request_id: str, context: GatewayContext) -> None:
+    """304 Not Modified: the reply's headers (its ETag among them) and no body."""
+    headers = [
+        (name, value)
+        for name, value in _response_headers(b"application/json", request_id, context)
+        if name != b"content-type"
+    ]
+    await send({"type": "http.response.start", "status": 304, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def send_error(

@@ -18,6 +18,7 @@ from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.codec.streaming import Framing
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError
+from app.gateway.http import reply_coding
 from app.gateway.http.compression import GZIP, VARY, GzipStream
 from app.gateway.open_streams import Stream
 from app.settings import limits
@@ -44,6 +45,7 @@ class StreamResponse:
         self._stream = stream
         self._starting: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._not_modified = False
 
     def open(self) -> None:
         """The call is accepted: start the response now (SSE) or soon (NDJSON)."""
@@ -52,6 +54,20 @@ class StreamResponse:
         else:
             loop = asyncio.get_running_loop()
             self._timer = loop.call_later(limits.STREAM_HEADERS_WAIT_SECONDS, self._begin)
+
+    async def not_modified(self, if_none_match: bytes | None) -> bool:
+        """Answer 304 with no body, if nothing went out yet and ``If-None-Match`` names the
+        ETag the servicer gave before its first reply; then the stream is over."""
+        if if_none_match is None or self._starting is not None:
+            return False
+        etag = reply_coding.etag_of(self._context.initial_metadata)
+        if etag is None or not reply_coding.none_match(if_none_match, etag):
+            return False
+        self.stop()
+        self._context.headers_sent = True
+        await http_io.send_not_modified(self._send, self._request_id, self._context)
+        self._not_modified = True
+        return True
 
     async def frame(self, rendered: bytes, event_id: int) -> None:
         """Send one reply (with the revision of the event it stands for, if any)."""
@@ -67,6 +83,8 @@ class StreamResponse:
         otherwise the stream ends with a final error frame, or with nothing more. Returns the
         HTTP status the response went out with."""
         self.stop()
+        if self._not_modified:
+            return 304
         if self._starting is None and error is not None:
             await http_io.send_error(
                 self._send, error, self._request_id, options.proto_names, self._context

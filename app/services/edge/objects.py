@@ -30,6 +30,7 @@ import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
+from app.services import revisions
 from app.services.edge import crm, key_index, references
 from app.services.edge.fields import apply, matches, update_paths
 from app.services.edge.progress import (
@@ -168,7 +169,11 @@ class EdgeObjects:
         if found:
             raise Rejected.invalid(found)
         if kind is k.APP:
-            await self._delete_app_insts_of(request)
+            # The App's If-Match is checked before its AppInsts go (and again when it goes).
+            async with self.store.transaction() as tx:
+                await self._existing(tx, kind, request)
+            with revisions.unconditional():
+                await self._delete_app_insts_of(request)
         override = getattr(request, "crm_override", CO.NO_OVERRIDE)
         async with self.store.transaction() as tx:
             obj = await self._existing(tx, kind, request)
@@ -214,6 +219,10 @@ class EdgeObjects:
 
     async def show(self, kind: k.EdgeType, request: Message) -> list[Any]:
         """Every stored object matching the request's non-empty fields, in key order."""
+        return [obj for obj, _ in await self.shown(kind, request)]
+
+    async def shown(self, kind: k.EdgeType, request: Message) -> list[tuple[Any, int]]:
+        """:meth:`show`'s objects, each with its revision."""
         key = kind.key_of(request)
         entry = key_index.entry_for(key)
         if k.is_whole_key(key):  # a primary-key read instead of a scan of the kind
@@ -224,17 +233,20 @@ class EdgeObjects:
         else:
             records = await self.store.list(kind.kind)
         return [
-            obj
-            for obj in (kind.parse(r.data) for r in records)
+            (obj, revision)
+            for obj, revision in ((kind.parse(r.data), r.revision) for r in records)
             if matches(obj, request, skip=frozenset({k.FIELDS_FIELD}))
         ]
 
     # -- shared checks ---------------------------------------------------------------------------
 
     async def _existing(self, tx: Transaction, kind: k.EdgeType, request: Message) -> Any:
-        obj = await load(tx, kind, kind.key_of(request))
-        if obj is None:
+        """The object a write names, at the revision the call's ``if-match`` asks for."""
+        record = await tx.get(kind.kind, k.key_string(kind.key_of(request)))
+        if record is None:
             raise references.not_found(kind, kind.key_of(request), "key")
+        obj = kind.parse(record.data)
+        revisions.check_if_match(record.revision, kind.describe(obj))
         return obj
 
     async def _check_references(self, tx: Transaction, kind: k.EdgeType, obj: Message) -> None:

@@ -23,6 +23,7 @@ from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
+from app.services import revisions
 from app.services.edge import exec as edge_exec
 from app.services.edge import metrics, presence
 from app.services.edge.notify import NoticeSync
@@ -89,6 +90,7 @@ Streaming = Callable[[Any], AsyncGenerator[Message]]
 
 def _unary(fn: Unary) -> Callable[..., Awaitable[Message]]:
     async def method(self: object, request: Any, context: grpc.aio.ServicerContext) -> Message:
+        revisions.take_if_match(context.invocation_metadata())
         try:
             return await fn(request)
         except Rejected as rejected:
@@ -103,6 +105,7 @@ def _streaming(fn: Streaming) -> Callable[..., AsyncIterator[Message]]:
     async def method(
         self: object, request: Any, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Message]:
+        revisions.take_if_match(context.invocation_metadata())
         try:
             async with contextlib.aclosing(fn(request)) as replies:
                 async for reply in replies:
@@ -153,7 +156,7 @@ class EdgeApis:
         if verb is None or kind is None:
             raise LookupError(f"no implementation for {method.full_name}")
         if verb == "Show":
-            return _streaming(self._show(kind))
+            return self._show(kind)
         if method.server_streaming:
             return _streaming(self._tracked(verb, kind))
         return _unary(self._plain(verb, kind))
@@ -194,14 +197,29 @@ class EdgeApis:
 
         return call
 
-    def _show(self, kind: k.EdgeType) -> Streaming:
-        async def call(request: Any) -> AsyncGenerator[Message]:
-            tenant = Tenant.of_caller()
-            for obj in await self.objects.show(kind, request):
-                if tenant.may_see(kind, kind.key_of(obj)):
-                    yield obj
+    def _show(self, kind: k.EdgeType) -> Callable[..., AsyncIterator[Message]]:
+        objects = self.objects
 
-        return call
+        async def method(
+            self: object, request: Any, context: grpc.aio.ServicerContext
+        ) -> AsyncIterator[Message]:
+            tenant = Tenant.of_caller()
+            try:
+                shown = [
+                    (obj, revision)
+                    for obj, revision in await objects.shown(kind, request)
+                    if tenant.may_see(kind, kind.key_of(obj))
+                ]
+            except Rejected as rejected:
+                await abort_rejected(context, rejected)
+            except StoreError as error:
+                await abort_store_error(context, error)
+            # The revisions shown, before the first object: a client can revalidate the list.
+            await context.send_initial_metadata(revisions.etag_metadata(r for _, r in shown))
+            for obj, _ in shown:
+                yield obj
+
+        return method
 
     # -- the special methods ---------------------------------------------------------------------
 

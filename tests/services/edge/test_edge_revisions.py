@@ -100,3 +100,26 @@ def test_grpc_reads_the_etag_in_metadata_and_writes_with_if_match(tmp_path) -> N
             await stub.UpdateFlavor(update, metadata=(*bearer(api.token), ("if-match", etag)))
 
     run(scenario())
+
+
+def test_connect_writes_honour_if_match(tmp_path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            await api.ok("/create/flavor", TINY)
+            path = "/edgeproto.FlavorApi/UpdateFlavor"
+            body = {"key": TINY["key"], "fields": ["4"], "vcpus": 3}
+            headers = {
+                **api.headers,
+                "content-type": "application/json",
+                "connect-protocol-version": "1",
+            }
+            stale = await api.http.post(path, json=body, headers={**headers, "if-match": '"1"'})
+            assert stale.json()["code"] == "failed_precondition", stale.text
+            assert "If-Match" in stale.json()["message"]
+            [flavor] = await api.show("flavor", {"key": TINY["key"]})
+            assert flavor["vcpus"] in (1, "1")
+            plain = await api.http.post(path, json=body, headers=headers)
+            assert plain.status_code == 200, plain.text
+
+    run(scenario())

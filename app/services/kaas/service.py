@@ -52,6 +52,7 @@ from dataclasses import replace
 
 import grpc
 
+from app.services import revisions
 from app.services.checked import checks_own_fields
 from app.services.kaas import validation
 from app.services.kaas.build import running_build
@@ -97,9 +98,12 @@ def _state_name(status: int) -> str:
 
 
 async def _existing(tx: Transaction, name: str) -> ClusterState:
+    """The cluster a write names, at the revision the call's ``if-match`` asks for."""
     state = await load_cluster(tx, name)
-    if state is None:
+    record = await tx.get(CLUSTER, name)
+    if state is None or record is None:
         raise Rejected(Code.NOT_FOUND, f"cluster {name!r} not found")
+    revisions.check_if_match(record.revision, f"cluster {name!r}")
     return state
 
 
@@ -126,6 +130,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self, request: api_pb2.GetClusterMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetClusterReply:
         record = await self._read(context, CLUSTER, request.name)
+        await context.send_initial_metadata(revisions.etag_metadata((record.revision,)))
         reply = api_pb2.GetClusterReply(ok=True)
         reply.cluster.MergeFromString(record.data)  # parsed in place: no copy of a kubeconfig
         return reply
@@ -138,6 +143,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         except StoreError as error:
             await abort_store_error(context, error)
         clusters = [cluster_item(r.parse(api_pb2.ClusterDetailItem)) for r in records]
+        await context.send_initial_metadata(revisions.etag_metadata(r.revision for r in records))
         return api_pb2.GetClusterListReply(ok=True, clusters=clusters)
 
     async def GetClusterNodesStatus(
@@ -370,6 +376,7 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self, context: grpc.aio.ServicerContext, change: Callable[[Transaction], Awaitable[None]]
     ) -> None:
         """Run ``change(tx)`` in one transaction; a refusal rolls everything back."""
+        revisions.take_if_match(context.invocation_metadata())
         try:
             async with self.store.transaction() as tx:
                 await change(tx)

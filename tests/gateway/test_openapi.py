@@ -197,9 +197,11 @@ def test_star_body_with_path_fields_is_the_message_without_them(doc):
 def test_star_body_without_path_fields_references_the_message(doc):
     operation = doc["paths"]["/v1/things:echo"]["post"]
     assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
-    # Nothing in the path or query: the only parameter is the idempotency key's header.
+    # Nothing in the path or query: only the headers of idempotency and conditional requests.
     assert [(p["name"], p["in"]) for p in operation["parameters"]] == [
-        ("Idempotency-Key", "header")
+        ("Idempotency-Key", "header"),
+        ("If-None-Match", "header"),
+        ("If-Match", "header"),
     ]
 
 
@@ -225,7 +227,7 @@ def test_response_body_answers_that_field(doc):
 def test_canonical_route_takes_the_whole_request(doc):
     operation = doc["paths"][f"/{SERVICE}/GetThing"]["post"]
     assert operation["operationId"] == "Shelf_GetThing_Canonical"
-    assert "parameters" not in operation
+    assert [p["name"] for p in operation["parameters"]] == ["If-None-Match", "If-Match"]
     assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.GetThingRequest"}
     assert _reply_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
 
@@ -448,7 +450,7 @@ def test_templates_that_differ_only_in_literals_spell_them_out():
         "/portico.test.collide.Books/GetBook",
     }
     expanded = document["paths"]["/v1/publishers/{name_1}/books/{name_2}"]["get"]
-    assert [p["name"] for p in expanded["parameters"]] == ["name_1", "name_2"]
+    assert [p["name"] for p in expanded["parameters"]] == ["name_1", "name_2", "If-None-Match"]
     assert expanded["operationId"] == "Books_GetBook_2"
 
 
@@ -564,3 +566,15 @@ def test_a_body_is_optional_because_the_router_reads_none_as_the_empty_message(d
 def test_the_document_names_its_server_and_describes_every_tag(doc):
     assert doc["servers"] == [{"url": "/", "description": "The server that serves this document."}]
     assert all(tag["description"] for tag in doc["tags"])
+
+
+def test_conditional_requests_are_documented(doc):
+    get = doc["paths"]["/v1/{name}"]["get"]
+    assert "If-None-Match" in _params(get, "header")
+    assert "If-Match" not in _params(get, "header")
+    assert get["responses"]["200"]["headers"]["ETag"] == {"$ref": "#/components/headers/ETag"}
+    assert get["responses"]["304"] == {"$ref": "#/components/responses/NotModified"}
+    echo = doc["paths"]["/v1/things:echo"]["post"]
+    assert "If-Match" in _params(echo, "header")
+    assert echo["responses"]["412"]["content"]["application/json"]
+    assert "ETag" in doc["components"]["headers"]

@@ -91,7 +91,8 @@ def openapi_document(
         "paths": paths.items,
         "components": {
             "schemas": dict(sorted(schemas.components.items())),
-            "responses": {"Error": _error_response()},
+            "responses": {"Error": _error_response(), "NotModified": _not_modified()},
+            "headers": {"ETag": _ETAG_HEADER, "Cache-Control": _CACHE_CONTROL_HEADER},
             "securitySchemes": {
                 SECURITY_SCHEME: {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
             },
@@ -119,6 +120,55 @@ def _error_response() -> dict[str, Any]:
     return {
         "description": "The call failed: a google.rpc.Status with the mapped HTTP status.",
         "content": {JSON: {"schema": ref(STATUS)}},
+    }
+
+
+# HTTP's conditional requests, from the revisions servicers name in their ``etag`` metadata.
+_ETAG_HEADER = {
+    "description": (
+        "Where the reply holds stored objects: their revisions (one object: its revision; "
+        "several: the newest revision and how many). Send it back in If-None-Match to "
+        "revalidate, or in If-Match to make a write conditional."
+    ),
+    "schema": {"type": "string"},
+}
+_CACHE_CONTROL_HEADER = {
+    "description": "`no-cache` with an ETag: a client must revalidate before reusing the reply.",
+    "schema": {"type": "string"},
+}
+
+
+def _conditional_parameters() -> dict[str, Any]:
+    return {
+        "IfNoneMatch": {
+            "name": "If-None-Match",
+            "in": "header",
+            "required": False,
+            "description": (
+                "An ETag this reply had before: while it still holds, the answer is 304 Not "
+                "Modified with no body."
+            ),
+            "schema": {"type": "string"},
+        },
+        "IfMatch": {
+            "name": "If-Match",
+            "in": "header",
+            "required": False,
+            "description": (
+                "Where the call updates or deletes a stored object: the ETag it must still "
+                "have; otherwise 412 Precondition Failed (FAILED_PRECONDITION naming the "
+                "current revision) and nothing changes. Also taken as `if-match` metadata over "
+                "gRPC, Connect and gRPC-Web."
+            ),
+            "schema": {"type": "string"},
+        },
+    }
+
+
+def _not_modified() -> dict[str, Any]:
+    return {
+        "description": "Not Modified: the If-None-Match ETag still holds; no body.",
+        "headers": {"ETag": {"$ref": "#/components/headers/ETag"}},
     }
 
 
@@ -161,15 +211,29 @@ def _operation(
         "description": _operation_description(plan, comment),
         "operationId": operation_id,
     }
-    if parameters:
-        operation["parameters"] = parameters
     request_body = _request_body(plan, schemas)
     if request_body is not None:
         operation["requestBody"] = request_body
+    headers = _conditional_parameters()
+    conditional = [headers["IfNoneMatch"]]
+    if plan.http_method != "GET":
+        conditional.append(headers["IfMatch"])
+    operation["parameters"] = [*parameters, *conditional]
+    success = _success(plan, schemas)
+    success["headers"] = {
+        "ETag": {"$ref": "#/components/headers/ETag"},
+        "Cache-Control": {"$ref": "#/components/headers/Cache-Control"},
+    }
     operation["responses"] = {
-        "200": _success(plan, schemas),
+        "200": success,
+        "304": {"$ref": "#/components/responses/NotModified"},
         **{kind: {"$ref": "#/components/responses/Error"} for kind in ERROR_STATUSES},
     }
+    if plan.http_method != "GET":
+        operation["responses"]["412"] = {
+            "description": "Precondition Failed: the If-Match ETag is not the current one.",
+            "content": {JSON: {"schema": ref(STATUS)}},
+        }
     operation["security"] = [] if public else [{SECURITY_SCHEME: []}]
     operation["x-portico-rpc"] = method.full_name
     operation["x-portico-streaming"] = method.kind

@@ -103,10 +103,14 @@ class GatewayContext(grpc.aio.ServicerContext):
     # -- how the servicer answers --------------------------------------------------------------
 
     async def send_initial_metadata(self, initial_metadata: MetadataIn) -> None:
-        """Metadata sent as ``Grpc-Metadata-*`` response headers."""
-        if self.headers_sent:
-            raise grpc.aio.UsageError("initial metadata was already sent")
-        self.initial_metadata = tuple(initial_metadata)
+        """Metadata sent as ``Grpc-Metadata-*`` response headers.
+
+        A servicer may send it until its first message, as over gRPC. Some HTTP streams send
+        their headers before that (SSE at once, NDJSON after a short wait): what comes later
+        has no headers left to go in and is dropped, never an error the servicer would see
+        only on this transport."""
+        if not self.headers_sent:
+            self.initial_metadata = tuple(initial_metadata)
 
     def set_trailing_metadata(self, trailing_metadata: MetadataIn) -> None:
         """Metadata sent after the reply (headers for unary calls)."""

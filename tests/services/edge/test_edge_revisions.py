@@ -47,6 +47,22 @@ def test_show_by_key_has_an_etag_and_if_none_match_is_304_until_it_changes(tmp_p
     run(scenario())
 
 
+def test_a_show_over_sse_still_answers_though_its_headers_went_out_before_the_etag(tmp_path):
+    # SSE sends its headers at once; the etag the servicer names after that has no header left
+    # to go in. The stream must answer all the same (it ended in an internal error).
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            await api.ok("/create/flavor", TINY)
+            sse = {**api.headers, "accept": "text/event-stream"}
+            reply = await api.http.post("/show/flavor", json={}, headers=sse)
+            assert reply.status_code == 200
+            assert "m1.tiny" in reply.text
+            assert "error" not in reply.text and "internal" not in reply.text
+
+    run(scenario())
+
+
 @pytest.mark.parametrize("verb", ["update", "delete"])
 def test_a_stale_if_match_is_412_naming_the_current_revision_and_changes_nothing(
     tmp_path, verb

@@ -161,7 +161,8 @@ def _pages(
 
 
 def _add_metrics_route(app: FastAPI, token: str) -> None:
-    """``/metrics``: Prometheus' text format, behind a bearer token when one is set."""
+    """``/metrics``: Prometheus' text format (OpenMetrics when asked for), behind a bearer
+    token when one is set."""
 
     async def metrics(request: Request) -> Response:
         if not token_accepted(request.headers.get("authorization"), token):
@@ -173,7 +174,7 @@ def _add_metrics_route(app: FastAPI, token: str) -> None:
             )
         local.flush()  # this process's calls up to now (other workers' within a second)
         # Off the loop: with several workers a scrape reads and adds up every worker's file.
-        payload, content_type = await asyncio.to_thread(exposition)
+        payload, content_type = await asyncio.to_thread(exposition, request.headers.get("accept"))
         return Response(payload, media_type=content_type)
 
     app.add_route(METRICS_PATH, metrics, methods=["GET", "HEAD"], include_in_schema=False)

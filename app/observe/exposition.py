@@ -53,7 +53,7 @@ def metrics_wsgi_app(token: str) -> Callable[..., Iterable[bytes]]:
                 [("Content-Type", "text/plain"), ("WWW-Authenticate", "Bearer")],
             )
             return [b"a bearer token is required\n"]
-        payload, content_type = exposition()
+        payload, content_type = exposition(environ.get("HTTP_ACCEPT"))
         start_response("200 OK", [("Content-Type", content_type)])
         return [payload]
 

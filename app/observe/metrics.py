@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -126,15 +126,21 @@ SIM_STEP_LAG_SECONDS = Histogram(
 )
 
 
-def exposition() -> tuple[bytes, str]:
-    """The current metrics in the text format, and its content type.
+def exposition(accept: str | None = None) -> tuple[bytes, str]:
+    """The current metrics in the format the ``Accept`` header asks for, and its content type.
 
-    In multiprocess mode the files of every worker are read and added up on each scrape.
+    ``application/openmetrics-text`` gets OpenMetrics (the format that carries exemplars and
+    ``_created`` samples); anything else the Prometheus text format, as before. The choice is
+    ``prometheus_client``'s own negotiation, so it follows the client library's rules for
+    versions and quality values. In multiprocess mode the files of every worker are read and
+    added up on each scrape.
     """
-    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY
+    from prometheus_client import REGISTRY
+    from prometheus_client.exposition import choose_encoder
 
+    encoder, content_type = choose_encoder(accept or "")
     if os.environ.get(MULTIPROCESS_ENV):
         registry = CollectorRegistry()
         MultiProcessCollector(registry)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+        return encoder(registry), content_type
+    return encoder(REGISTRY), content_type

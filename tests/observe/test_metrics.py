@@ -241,6 +241,34 @@ def test_a_metrics_port_serves_metrics_apart_from_the_api(tmp_path):
         server.server_close()
 
 
+def test_openmetrics_is_served_to_a_scraper_that_asks_for_it(tmp_path):
+    """Prometheus asks for OpenMetrics first; it gets it, parseable by the OpenMetrics parser
+    (which insists on the ``# EOF`` ending), on the API port and on the metrics port alike;
+    a scraper that asks for nothing in particular keeps the text format (see ``scrape``)."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+
+    async def scenario() -> httpx.Response:
+        async with running(tmp_path) as server:
+            return await server.http.get("/metrics", headers={"accept": accept})
+
+    reply = run(scenario())
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("application/openmetrics-text; version=1.0.0")
+    names = {family.name for family in text_string_to_metric_families(reply.text)}
+    assert "portico_requests" in names  # OpenMetrics names a counter without its _total
+
+    server, port = serve_metrics("127.0.0.1", 0, "")
+    try:
+        apart = httpx.get(f"http://127.0.0.1:{port}/metrics", headers={"accept": accept})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert apart.headers["content-type"].startswith("application/openmetrics-text")
+    assert apart.text.endswith("# EOF\n")
+
+
 @pytest.mark.parametrize(
     ("changes", "named"),
     [

@@ -140,3 +140,71 @@ def test_an_exporter_portico_lacks_stops_the_start_naming_the_variable():
     with pytest.raises(ValueError, match="OTEL_TRACES_EXPORTER"):
         tracing.configure_from_environment({"OTEL_TRACES_EXPORTER": "otlp,zipkin"})
     assert tracing.tracer() is None
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "udp"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+    ],
+)
+def test_an_otlp_protocol_portico_cannot_speak_stops_the_start_naming_the_variable(environ, named):
+    with pytest.raises(ValueError, match=named):
+        tracing.configure_from_environment({"OTEL_TRACES_EXPORTER": "otlp", **environ})
+    assert tracing.tracer() is None
+
+
+def test_otlp_over_grpc_reaches_a_collector_trace_service(tmp_path, caplog, monkeypatch):
+    """``OTEL_EXPORTER_OTLP_PROTOCOL=grpc``: spans arrive at a real OTLP/gRPC receiver (the
+    collector's TraceService from opentelemetry-proto), and the start says which protocol."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as collector
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc as collector_grpc
+
+    received: list[collector.ExportTraceServiceRequest] = []
+
+    class Receiver(collector_grpc.TraceServiceServicer):
+        def Export(self, request, context):
+            received.append(request)
+            return collector.ExportTraceServiceResponse()
+
+    receiver = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    collector_grpc.add_TraceServiceServicer_to_server(Receiver(), receiver)
+    port = receiver.add_insecure_port("127.0.0.1:0")
+    receiver.start()
+    caplog.set_level(logging.INFO, logger="portico")
+    try:
+        # The exporter reads its endpoint from the process environment, as at a real start.
+        monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+        assert tracing.configure_from_environment()
+
+        async def scenario() -> None:
+            async with running(tmp_path) as server:
+                token = await server.login()
+                reply = await server.http.get(
+                    "/api/v1/cluster/list",
+                    headers={"authorization": f"Bearer {token}", "traceparent": TRACEPARENT},
+                )
+                assert reply.status_code == 200
+
+        run(scenario())
+        assert tracing.flush(timeout_millis=10_000)  # the batch is sent before the assertions
+    finally:
+        tracing.shutdown()
+        receiver.stop(None)
+    assert "exporting spans with otlp (grpc)" in caplog.text
+    names = {
+        span.name
+        for request in received
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+        if span.trace_id.hex() == CALLER_TRACE
+    }
+    assert CLUSTERS.full_name in names
+    assert f"{CLUSTERS.full_name} servicer" in names

@@ -90,9 +90,31 @@ _STATUS_DESCRIPTION = (
 )
 
 
+def reached(components: dict[str, Schema], roots: list[Any]) -> dict[str, Schema]:
+    """The ``components`` that ``roots`` refer to, directly or through other components."""
+    found: dict[str, Schema] = {}
+    pending: list[Any] = list(roots)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            target = node.get("$ref")
+            if isinstance(target, str) and target.startswith(_REF_PREFIX):
+                name = target.removeprefix(_REF_PREFIX)
+                if name not in found:
+                    found[name] = components[name]
+                    pending.append(components[name])
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return found
+
+
+_REF_PREFIX = "#/components/schemas/"
+
+
 def ref(full_name: str) -> Schema:
     """A reference to the component schema of ``full_name``."""
-    return {"$ref": f"#/components/schemas/{full_name}"}
+    return {"$ref": _REF_PREFIX + full_name}
 
 
 @dataclass

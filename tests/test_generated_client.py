@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import importlib
 import importlib.metadata
+import json
 import re
 import shutil
 import subprocess
@@ -168,6 +169,13 @@ def _calls(client: Any) -> None:
         assert not isinstance(
             operator_api_create_operator.sync(client=client, body=operator), GoogleRpcStatus
         )
+    # The generated function itself returns a finished stream's body: text, one item a line.
+    whole = operator_api_show_operator.sync_detailed(client=client, body=EdgeprotoOperator())
+    assert whole.status_code == 200
+    assert isinstance(whole.parsed, str) and whole.parsed == whole.content.decode()
+    lines = [json.loads(line) for line in whole.parsed.splitlines() if line]
+    replies = [EdgeprotoOperatorStreamItem.from_dict(line).result for line in lines]
+    assert [reply.key.name for reply in replies] == ["Acme", "Globex"]
     helper = _readme_helper()
     stream, stream_error = helper["stream"], helper["StreamError"]
     items = stream(client, operator_api_show_operator, EdgeprotoOperatorStreamItem)

@@ -343,20 +343,25 @@ def test_server_stream_answers_ndjson_or_sse(doc):
     operation = doc["paths"]["/v1/{parent}/things"]["get"]
     content = operation["responses"]["200"]["content"]
     assert set(content) == {"application/x-ndjson", "text/event-stream"}
-    # One line: a component a generated client reads each line with.
-    line = content["application/x-ndjson"]["schema"]
-    assert line == {"$ref": SCHEMAS + "portico.test.v1.Thing.StreamItem"}
+    # The body is text (what a generated function can return), each line's schema alongside:
+    # a component a generated client reads each line with.
+    ndjson = content["application/x-ndjson"]
+    line = {"$ref": SCHEMAS + "portico.test.v1.Thing.StreamItem"}
+    assert ndjson["schema"]["type"] == "string"
+    assert ndjson["schema"]["contentSchema"] == ndjson["x-itemSchema"] == line
     item = _schema(doc, "portico.test.v1.Thing.StreamItem")
     assert item["properties"] == {
         "result": {"$ref": SCHEMAS + "portico.test.v1.Thing"},
         "error": {"$ref": SCHEMAS + "google.rpc.Status"},
     }
     assert (item["minProperties"], item["maxProperties"]) == (1, 1)
-    # An event, with its data's JSON described by contentSchema: the same line as NDJSON.
-    event = content["text/event-stream"]["schema"]
+    # An event stream is text too; one event's data's JSON is the same line as NDJSON's.
+    sse = content["text/event-stream"]
+    assert sse["schema"]["type"] == "string"
+    event = sse["x-itemSchema"]
     assert event["required"] == ["data"]
     assert event["properties"]["data"]["contentMediaType"] == "application/json"
-    assert event["properties"]["data"]["contentSchema"] == content["application/x-ndjson"]["schema"]
+    assert event["properties"]["data"]["contentSchema"] == line
     assert operation["x-portico-streaming"] == "server_streaming"
     assert _params(operation, "query")["count"]["schema"] == {
         "type": "integer",

@@ -336,30 +336,46 @@ def _success(plan: BindingPlan, schemas: Schemas) -> Schema:
     if not method.server_streaming:
         return {"description": "The reply.", "content": {JSON: {"schema": reply}}}
     line = schemas.stream_item(output_desc.full_name, plan.response_body, reply)
+    item = line["$ref"].removeprefix("#/components/schemas/")
+    # A stream's body is text, which is what a generated function can return: described as
+    # JSON, generators parse the whole body as one object and fail. Each line's (or event
+    # data's) schema rides alongside: as contentSchema (JSON Schema's keyword for what a string
+    # holds, which linters follow) and as x-itemSchema (OpenAPI 3.2's itemSchema under its 3.1
+    # extension name), so a client still has a model to read each item with.
     return {
-        "description": "A stream of replies.",
+        "description": f"A stream of replies: each item is a `{item}`.",
         "content": {
-            NDJSON: {"schema": line},
-            SSE: {
-                # One event, as OpenAPI reads an event stream: its fields, with the data's JSON
-                # described by contentSchema (JSON Schema's keywords for embedded documents).
+            NDJSON: {
                 "schema": {
-                    "type": "object",
+                    "type": "string",
+                    "description": f"Newline-delimited JSON: one `{item}` per line.",
+                    "contentMediaType": NDJSON,
+                    "contentSchema": line,
+                },
+                "x-itemSchema": line,
+            },
+            SSE: {
+                "schema": {
+                    "type": "string",
                     "description": (
-                        'Server-sent events: `data: {"result": ...}` per reply; a failure ends '
-                        'the stream with `event: error` and `data: {"error": Status}`.'
+                        f"Server-sent events: each event's `data` is one `{item}` "
+                        '(`{"result": ...}`); a failure ends the stream with `event: error` '
+                        'and `data: {"error": Status}`.'
                     ),
+                    "contentMediaType": SSE,
+                    "contentSchema": line,
+                },
+                "x-itemSchema": {
+                    "type": "object",
+                    "description": "One event: its fields, the data's JSON described by "
+                    "contentSchema (JSON Schema's keywords for embedded documents).",
                     "properties": {
                         "event": {"type": "string", "enum": ["message", "error"]},
                         "id": {"type": "string", "description": "The event's store revision."},
-                        "data": {
-                            "type": "string",
-                            "contentMediaType": JSON,
-                            "contentSchema": line,
-                        },
+                        "data": {"type": "string", "contentMediaType": JSON, "contentSchema": line},
                     },
                     "required": ["data"],
-                }
+                },
             },
         },
     }

@@ -110,19 +110,23 @@ def _calls(package: Any, url: str) -> list[str]:
     operators = package.EdgeprotoOperatorApiApi(client)
     for name in ("Acme", "Globex"):
         operators.operator_api_create_operator(
-            package.OperatorApiCreateOperatorRequest.from_dict({"key": {"name": name}})
+            operator_api_create_operator_request=package.OperatorApiCreateOperatorRequest.from_dict(
+                {"key": {"name": name}}
+            )
         )
     # The generator's Python client parses JSON and text/* bodies only: asked for server-sent
     # events, the generated call returns the stream's text, each event's data one item.
     body = operators.operator_api_show_operator(
-        package.EdgeprotoOperator(), _headers={"Accept": "text/event-stream"}
+        edgeproto_operator=package.EdgeprotoOperator(), _headers={"Accept": "text/event-stream"}
     )
-    assert isinstance(body, str)
+    assert isinstance(body, str), body
     events = [line.removeprefix("data:") for line in body.splitlines() if line.startswith("data:")]
     items = [package.EdgeprotoOperatorStreamItem.from_json(data) for data in events]
     names = [item.result.key.name for item in items]
     # Item by item, as NDJSON arrives: the generator's call without preloading the body.
-    raw = operators.operator_api_show_operator_without_preload_content(package.EdgeprotoOperator())
+    raw = operators.operator_api_show_operator_without_preload_content(
+        edgeproto_operator=package.EdgeprotoOperator()
+    )
     assert raw.headers["content-type"].startswith("application/x-ndjson")
     lines = [line for line in raw.read().decode().splitlines() if line]
     streamed = [package.EdgeprotoOperatorStreamItem.from_json(line).result for line in lines]

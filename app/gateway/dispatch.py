@@ -29,6 +29,7 @@ from app.gateway.invoker import (
     unary_reply,
     until_deadline,
 )
+from app.gateway.open_streams import shutting_down
 from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation
 
@@ -110,6 +111,13 @@ class RpcDispatcher:
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return exc.code.name, exc.http_status
+        except asyncio.CancelledError:
+            if not self.stages.options.streams.call_ended_by_shutdown():
+                raise
+            context.cancel()  # the servicer's work is abandoned, as a client going away does
+            error = shutting_down()
+            await http_io.send_error(send, error, call.request_id, self._proto_names, context)
+            return error.code.name, error.http_status
         payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
         await http_io.send_reply(send, call.headers, payload, call.request_id, context)
         return None

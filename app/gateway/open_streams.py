@@ -88,6 +88,18 @@ class OpenStreams:
             task.uncancel()
         return True
 
+    def call_ended_by_shutdown(self) -> bool:
+        """Whether the current task, a call that is not a stream, is being cancelled by the
+        shutdown (the HTTP server cancels the calls still running when the grace ends); if so,
+        the task carries on to answer UNAVAILABLE, as a refusal, rather than the HTTP server's
+        500 for a cancelled request."""
+        task = asyncio.current_task()
+        if not self.closing or task is None or not task.cancelling():
+            return False
+        while task.cancelling():
+            task.uncancel()
+        return True
+
     def close_all(self) -> None:
         """Refuse new streams and end every open one."""
         self.closing = True

@@ -18,6 +18,7 @@ import itertools
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +27,12 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine
 
 from app.observe.metrics import SWITCH, WRITE_LOCK_SECONDS
-from app.store.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite, open_sqlite_connection
+from app.store.engine import (
+    DEFAULT_BUSY_TIMEOUT,
+    is_sqlite,
+    open_sqlite_connection,
+    sqlite_connection,
+)
 from app.store.errors import Unavailable
 from app.store.group_commit import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SECONDS, GroupCommit
 from app.store.runner import (
@@ -43,6 +49,10 @@ T = TypeVar("T")
 _INLINE_BUSY_TIMEOUT = 0.0
 # How long closing waits for a write turn to end before it closes regardless.
 CLOSE_WAIT_SECONDS = 5.0
+# A writer waiting for SQLite's write lock (another process holds it) waits in slices this long,
+# checking between them whether the store is closing: one wait of the whole busy timeout on a
+# thread kept a stopping server alive after its grace.
+_BUSY_SLICE_SECONDS = 0.05
 log = logging.getLogger("portico.store")
 _DATABASE_LOCK_WAIT = WRITE_LOCK_SECONDS.labels("database")
 
@@ -89,9 +99,12 @@ class Database:
             max_seconds=group_max_seconds,
         )
         self._closed = False
+        # Set on close: writers waiting for a lock on threads give up (see _BUSY_SLICE_SECONDS).
+        self._closing = threading.Event()
+        self._busy_timeout = busy_timeout
         self._write_key = advisory_lock_key("portico.store.write", self.namespace)
         self._file_lock = (
-            WriterQueue(f"{engine.url.database}.write-lock", busy_timeout)
+            WriterQueue(f"{engine.url.database}.write-lock", busy_timeout, self._closing)
             if self.is_sqlite
             else None
         )
@@ -120,10 +133,31 @@ class Database:
         self._file_lock.acquire()
         _waited(_DATABASE_LOCK_WAIT, started)
         try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            self._begin_immediate(conn)
         except BaseException:
             self._file_lock.release()
             raise
+
+    def _begin_immediate(self, conn: Connection) -> None:
+        """``BEGIN IMMEDIATE``, waiting up to the busy timeout for another process's write to
+        end, but giving up as soon as the store closes."""
+        raw = sqlite_connection(conn)
+        assert raw is not None
+        deadline = time.monotonic() + self._busy_timeout
+        raw.execute(f"PRAGMA busy_timeout={int(_BUSY_SLICE_SECONDS * 1000)}")
+        try:
+            while True:
+                try:
+                    raw.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+                    if not busy or time.monotonic() >= deadline:
+                        raise
+                if self._closing.is_set():
+                    raise Unavailable("the store is closed (server shutting down)")
+        finally:
+            raw.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
 
     def end_write(self) -> None:
         """Let the next writer (of any process) in; PostgreSQL's lock ended with the transaction."""
@@ -255,6 +289,7 @@ class Database:
         await that never returns must not keep the store (and the server stopping) open for
         ever; the commits already running on threads are still waited for below."""
         self._closed = True  # no new writer queues from now on
+        self._closing.set()  # and those waiting for another process's write stop waiting
         try:
             async with asyncio.timeout(CLOSE_WAIT_SECONDS):
                 await self._group.close()
@@ -267,6 +302,7 @@ class Database:
     def close_now(self) -> None:
         """Close from synchronous code, blocking until running work is done."""
         self._closed = True
+        self._closing.set()
         self._executor.shutdown(wait=True)
         if self.inline_reader is not None:
             self.inline_reader.close()
@@ -289,12 +325,14 @@ class WriterQueue:
 
     _POLL_SECONDS = (0.0002, 0.0005, 0.001)
 
-    def __init__(self, path: str, timeout: float) -> None:
+    def __init__(self, path: str, timeout: float, closing: threading.Event) -> None:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         self._timeout = timeout
+        self._closing = closing
 
     def acquire(self) -> None:
-        """Take the lock, waiting up to the busy timeout; Unavailable after that."""
+        """Take the lock, waiting up to the busy timeout; Unavailable after that, or at once
+        when the store closes meanwhile."""
         deadline = time.monotonic() + self._timeout
         for attempt in itertools.count():
             try:
@@ -303,6 +341,8 @@ class WriterQueue:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise Unavailable("database is busy (another writer); retry shortly") from None
+                if self._closing.is_set():
+                    raise Unavailable("the store is closed (server shutting down)") from None
                 time.sleep(self._POLL_SECONDS[min(attempt, len(self._POLL_SECONDS) - 1)])
 
     def release(self) -> None:

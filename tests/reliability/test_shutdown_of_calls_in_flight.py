@@ -49,7 +49,7 @@ def test_a_call_still_running_when_the_grace_ends_gets_503_and_the_process_exits
     server = start_server(data, env={"PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE)})
     holder: sqlite3.Connection | None = None
 
-    async def scenario() -> tuple[httpx.Response, float]:
+    async def scenario() -> tuple[httpx.Response, httpx.Response, float]:
         nonlocal holder
         token = login(server)
         # Another process holds SQLite's write lock: the server's write waits in the busy
@@ -59,6 +59,18 @@ def test_a_call_still_running_when_the_grace_ends_gets_503_and_the_process_exits
         async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as http:
             headers = {"authorization": f"Bearer {token}", "x-request-id": "slow-one"}
             call = asyncio.ensure_future(http.post("/create/flavor", json=FLAVOR, headers=headers))
+            # The same RPC over Connect, queued behind it.
+            connect = asyncio.ensure_future(
+                http.post(
+                    "/edgeproto.FlavorApi/CreateFlavor",
+                    json={**FLAVOR, "key": {"name": "x1.slower"}},
+                    headers={
+                        **headers,
+                        "x-request-id": "slow-two",
+                        "connect-protocol-version": "1",
+                    },
+                )
+            )
 
             async def waiting_for_sqlite() -> bool:
                 return not call.done() and _write_lock_taken(data / "portico.db.write-lock")
@@ -66,11 +78,11 @@ def test_a_call_still_running_when_the_grace_ends_gets_503_and_the_process_exits
             await eventually(waiting_for_sqlite, 10, what="the call waits for the write lock")
             signalled = time.monotonic()
             server.process.send_signal(signal.SIGTERM)
-            return await call, signalled
+            return await call, await connect, signalled
 
     try:
         server.wait_ready()
-        reply, signalled = run(scenario())
+        reply, connect_reply, signalled = run(scenario())
         code = server.process.wait(timeout=GRACE + 15)
         took = time.monotonic() - signalled
     finally:
@@ -80,6 +92,9 @@ def test_a_call_still_running_when_the_grace_ends_gets_503_and_the_process_exits
     assert reply.status_code == 503, reply.text
     assert reply.json() == {"code": 14, "message": "server shutting down", "details": []}
     assert reply.headers["x-request-id"] == "slow-one"
+    assert connect_reply.status_code == 503, connect_reply.text
+    assert connect_reply.json() == {"code": "unavailable", "message": "server shutting down"}
+    assert connect_reply.headers["x-request-id"] == "slow-two"
     assert code == 0, server.log()
     assert took < GRACE + 1.5, f"exited {took:.1f} s after SIGTERM"
     assert "Traceback" not in server.log(), server.log()

@@ -9,6 +9,7 @@ an end-stream frame carrying the error and trailers (see :mod:`app.gateway.proto
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -28,6 +29,7 @@ from app.gateway.http.compression import accepts_gzip, gzip_bytes
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call, unary_reply
+from app.gateway.open_streams import shutting_down
 from app.gateway.protocols.enveloped import begin_observation, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
 from app.gateway.stages import Stages
@@ -157,6 +159,13 @@ class ConnectFlow:
             reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
         except GatewayError as exc:
             return await _send_error(send, exc, request_id, context)
+        except asyncio.CancelledError:
+            # The grace for calls in flight has ended: answered as REST's are (see dispatch).
+            if not self.stages.options.streams.call_ended_by_shutdown():
+                raise
+            if context is not None:
+                context.cancel()
+            return await _send_error(send, shutting_down(), request_id, context)
         payload = codec.encode(plan, reply)
         extra = _reply_metadata(context)
         if len(payload) >= COMPRESS_MIN_BYTES and accepts_gzip(headers.get(b"accept-encoding")):

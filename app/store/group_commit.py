@@ -275,9 +275,26 @@ class GroupCommit:
             await asyncio.shield(group.committed)
 
     async def close(self) -> None:
-        """Commit the group the writers queued so far leave open. The caller refuses new
-        writers first: the lock is taken in order, so once this holds it, none is left."""
-        await self._commit_when_idle()
+        """Let every writer queued so far take its turn, then commit the group they leave open.
+        The caller refuses new writers first.
+
+        The lock is not taken in arrival order: callers' lane goes first, so a close waiting
+        there overtakes background work's writers. It gives the lock back to them until none is
+        left waiting: taking it once and returning (as if the queue were empty) closed the store
+        under them, and their turns, with the group of every writer before them, failed."""
+        while True:
+            await self._lock.acquire()
+            if not self._waiting:
+                break
+            self._lock.release()
+            await asyncio.sleep(0)  # the writer handed the lock (or giving up) runs first
+        group = self._group
+        if group is None:
+            self._lock.release()
+            return
+        self._start_commit(group)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(group.committed)
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -147,3 +147,26 @@ def test_the_store_says_when_a_callers_write_waits_for_its_turn(with_store):
         assert not store.database.callers_waiting
 
     with_store(body)
+
+
+def test_closing_lets_background_writes_queued_before_it_take_their_turns(with_store):
+    """The close waits for the writers queued before it in the callers' lane, which goes first:
+    it overtook queued background writes, found them still waiting and closed under them, so
+    they met a closed store (a thread pool shut down) in the middle of their turns."""
+
+    async def body(store: ObjectStore) -> None:
+        async def write(name: str) -> None:
+            async with store.transaction() as tx:
+                await tx.create("Cluster", name, b"")
+
+        done = asyncio.Event()
+        holder = await _holding_the_write_lock(store, done)
+        names = [f"reconciler-{i}" for i in range(5)]
+        tasks = await _queued(write, names, set(names))
+        closing = asyncio.create_task(store.close())
+        await asyncio.sleep(0)  # the close queues behind the turn held, in the callers' lane
+        done.set()
+        outcomes = await asyncio.gather(holder, *tasks, closing, return_exceptions=True)
+        assert outcomes == [None] * (len(names) + 2)
+
+    with_store(body)

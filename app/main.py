@@ -229,9 +229,15 @@ class Portico:
         UNAVAILABLE; calls in flight may still finish (:meth:`stop` waits for them).
 
         gRPC starts draining now (health NOT_SERVING, the grace running) while REST drains
-        too: both transports share one grace instead of gRPC's starting after REST's."""
+        too: both transports share one grace instead of gRPC's starting after REST's.
+
+        The leader steps down now: background work stops and another process may take over
+        while calls drain. Kept until :meth:`stop`, the leadership was held for the whole drain
+        (seconds under load, up to the grace and the store's close)."""
         self.shutting_down = True
         self.streams.close_all()
+        if self._background is not None:
+            self._background.cancel()  # stop() waits for it
         if self.grpc_server is not None and self._grpc_drained is None:
             grace = self.settings.shutdown_grace_seconds
             self._grpc_drained = asyncio.ensure_future(stop(self.grpc_server, grace))

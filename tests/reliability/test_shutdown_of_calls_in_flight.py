@@ -98,3 +98,68 @@ def test_a_call_still_running_when_the_grace_ends_gets_503_and_the_process_exits
     assert code == 0, server.log()
     assert took < GRACE + 1.5, f"exited {took:.1f} s after SIGTERM"
     assert "Traceback" not in server.log(), server.log()
+
+
+def _leader_lock_free(path: Path) -> bool:
+    """Whether no process holds the leader's lock (another could take the leadership)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_the_leader_steps_down_at_once_while_its_calls_drain(tmp_path: Path) -> None:
+    """A stopping leader held the leadership, and ran its background work, until every call in
+    flight had ended (up to the grace, and then the store's close): under load that was tens of
+    seconds in which no other process could take over. It now steps down when the stop begins."""
+    data = tmp_path / "data"
+    grace = 10.0
+    server = start_server(data, env={"PORTICO_SHUTDOWN_GRACE_SECONDS": str(grace)})
+    holder: sqlite3.Connection | None = None
+
+    async def scenario() -> float:
+        nonlocal holder
+        token = login(server)
+        leader_lock = data / "portico.db.leader"
+
+        async def leading() -> bool:
+            return not _leader_lock_free(leader_lock)
+
+        await eventually(leading, 10, what="the server is the leader")
+        holder = sqlite3.connect(data / "portico.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as http:
+            headers = {"authorization": f"Bearer {token}"}
+            call = asyncio.ensure_future(http.post("/create/flavor", json=FLAVOR, headers=headers))
+
+            async def waiting_for_sqlite() -> bool:
+                return not call.done() and _write_lock_taken(data / "portico.db.write-lock")
+
+            await eventually(waiting_for_sqlite, 10, what="the call waits for the write lock")
+            signalled = time.monotonic()
+            server.process.send_signal(signal.SIGTERM)
+
+            async def stepped_down() -> bool:
+                return _leader_lock_free(leader_lock)
+
+            await eventually(stepped_down, grace, what="the leader's lock is free")
+            took = time.monotonic() - signalled
+            assert not call.done()  # still draining
+            holder.rollback()
+            await call
+            return took
+
+    try:
+        server.wait_ready()
+        took = run(scenario())
+        code = server.process.wait(timeout=grace + 15)
+    finally:
+        server.kill()
+        if holder is not None:
+            holder.close()
+    assert code == 0, server.log()
+    assert took < 2, f"the leader stepped down {took:.1f} s after SIGTERM"

@@ -24,6 +24,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -81,6 +82,7 @@ class GroupCommit:
         self.writing = 0  # turns begun and not yet over (committed and their callers told)
         self._group: _Group | None = None
         self._sweeper: asyncio.Future[None] | None = None
+        self._endings: set[asyncio.Future[asyncio.Future[None]]] = set()
 
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[TransactionRunner]:
@@ -100,6 +102,9 @@ class GroupCommit:
                 raise
             try:
                 yield runner
+            except asyncio.CancelledError:
+                self._roll_back_apart(group, runner)
+                raise
             except BaseException:
                 await self._close_turn(group, runner, ok=False)
                 raise
@@ -127,6 +132,19 @@ class GroupCommit:
             return self._end_turn_now(group, runner, ok=ok)
         # A task, shielded: the ending owns the lock, and must finish even if this caller goes.
         return await asyncio.shield(asyncio.ensure_future(self._end_turn(group, runner, ok=ok)))
+
+    def _roll_back_apart(self, group: _Group, runner: TransactionRunner) -> None:
+        """End the turn of a writer that was cancelled, without making it wait: on PostgreSQL the
+        statement it was in, then the rollback's, run on the thread pool, which a busy server
+        has queued work for, and a stopping leader waited seconds for its job to be cancelled.
+        The ending owns the write lock until it is done, so no other turn starts meanwhile."""
+        if self._inline_steps and runner.settled:
+            self._end_turn_now(group, runner, ok=False)
+            return
+        ending = asyncio.ensure_future(self._end_turn(group, runner, ok=False))
+        self._endings.add(ending)  # a task nothing awaits must be kept until done
+        ending.add_done_callback(self._endings.discard)
+        ending.add_done_callback(_retrieve)
 
     async def _acquire(self) -> None:
         started = time.perf_counter()
@@ -297,7 +315,7 @@ class GroupCommit:
             await asyncio.shield(group.committed)
 
 
-def _retrieve(future: asyncio.Future[None]) -> None:
+def _retrieve(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 
 import pytest
@@ -157,3 +158,40 @@ def test_a_process_elected_while_shutting_down_starts_no_background_work(sqlite_
             await stop(task)
 
     run(body())
+
+
+@pytest.mark.postgres
+def test_a_leader_stops_without_waiting_for_its_jobs_statement_on_a_thread(postgres_url):
+    """A job cancelled in the middle of a statement on the store's threads (PostgreSQL, where
+    a busy server's thread pool has a queue) made the leader's stop wait for that statement,
+    and then for the rollback's own turns on the pool: seconds under load. The turn now ends
+    by itself (it owns the write lock until it has), and the stop returns at once."""
+    async def body() -> float:
+        async with ObjectStore.open(postgres_url) as store:
+            in_statement = threading.Event()
+
+            def slow(conn: object) -> None:
+                in_statement.set()
+                conn.exec_driver_sql("SELECT pg_sleep(3)")  # type: ignore[attr-defined]
+
+            async def job() -> None:
+                while True:
+                    await store.database.write(slow)
+
+            leading = asyncio.create_task(run_while_leader(store, [job]))
+
+            async def started() -> bool:
+                return in_statement.is_set()
+
+            await eventually(started, 10, what="the job's statement runs")
+            began = time.monotonic()
+            leading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await leading
+            took = time.monotonic() - began
+            # The turn still ends (rolled back) and the store is usable again.
+            await asyncio.wait_for(store.create("Cluster", "after", b""), 10)
+            return took
+
+    took = run(body())
+    assert took < 1, f"the leader took {took:.1f} s to stop"

@@ -32,6 +32,7 @@ def _allows(text: str) -> Callable[[Rule], Rule]:
 
     return mark
 
+
 # Kept in step with app/auth/passwords.py: the services read settings, and the import contracts
 # keep them from reaching the auth package through this module.
 _MIN_PASSWORD_BYTES = 6

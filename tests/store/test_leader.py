@@ -166,6 +166,7 @@ def test_a_leader_stops_without_waiting_for_its_jobs_statement_on_a_thread(postg
     a busy server's thread pool has a queue) made the leader's stop wait for that statement,
     and then for the rollback's own turns on the pool: seconds under load. The turn now ends
     by itself (it owns the write lock until it has), and the stop returns at once."""
+
     async def body() -> float:
         async with ObjectStore.open(postgres_url) as store:
             in_statement = threading.Event()

@@ -24,7 +24,7 @@ from prometheus_client import Counter
 
 from app.auth import policy
 from app.auth.client_address import client_address, trusted_networks
-from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
+from app.auth.passwords import PasswordHasher
 from app.auth.throttle import LoginThrottle, Throttled
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
 from app.calls.callers import Caller, current_caller
@@ -77,17 +77,16 @@ class Gate:
         self, username: str, password: str, client: str, request_id: str = ""
     ) -> tuple[str, Claims]:
         """A fresh token for valid credentials; Rejected otherwise (same answer for any miss)."""
+        # The request's field rules, every one checked before any is reported (the servicer's
+        # checks apply them too; this keeps the gate safe for any other caller).
         found = Violations()
-        found.check(
-            USERNAME.match(username) is not None,
-            "username",
-            "must be 3-24 characters of letters, digits, - and _",
-        )
-        found.check(
-            MIN_PASSWORD_BYTES <= len(password.encode()) <= MAX_PASSWORD_BYTES,
-            "password",
-            f"must be {MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes long",
-        )
+        for name, rule, value in (
+            ("username", field_rules.USERNAME, username),
+            ("password", field_rules.PASSWORD, password),
+        ):
+            problem = rule.problem(value) if value else "is required"
+            if problem:
+                found.add(name, problem)
         if found:
             raise Rejected.invalid(found)
         keys = self.throttle.keys(username, client)

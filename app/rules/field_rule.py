@@ -19,6 +19,10 @@ class Rule:
     says: str = ""  # the pattern or the choices in words, for the error message
     min_length: int | None = None
     max_length: int | None = None
+    # Bounds in UTF-8 bytes (bcrypt reads bytes); JSON Schema counts characters only, so the
+    # document gives the character bounds these imply and a ``note`` says the rest.
+    min_bytes: int | None = None
+    max_bytes: int | None = None
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[Any, ...] = ()
@@ -36,6 +40,13 @@ class Rule:
                 return f"must be at least {self.min_length} characters (got {len(value)})"
             if self.pattern is not None and not _compiled(self.pattern).search(value):
                 return f"{_shown(value)} {self.says or f'must match {self.pattern}'}"
+            if self.min_bytes is not None or self.max_bytes is not None:
+                size = len(value.encode())
+                low: float = 0 if self.min_bytes is None else self.min_bytes
+                high = math.inf if self.max_bytes is None else self.max_bytes
+                if not low <= size <= high:
+                    bounds = _range(self.min_bytes, self.max_bytes)
+                    return f"must be {bounds} bytes as UTF-8 (got {size})"
         elif isinstance(value, int | float) and not isinstance(value, bool):
             low = -math.inf if self.minimum is None else self.minimum
             high = math.inf if self.maximum is None else self.maximum

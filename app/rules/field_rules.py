@@ -89,6 +89,8 @@ PASSWORD = Rule(
     # Characters bound bytes from both sides: 2 characters may be 8 bytes, 71 are at least 71.
     min_length=2,
     max_length=MAX_PASSWORD_BYTES,
+    min_bytes=MIN_PASSWORD_BYTES,
+    max_bytes=MAX_PASSWORD_BYTES,
     note=f"{MIN_PASSWORD_BYTES}-{MAX_PASSWORD_BYTES} bytes as UTF-8.",
 )
 PORT = Rule(required=True, minimum=1, maximum=65535)

@@ -135,6 +135,43 @@ def test_malformed_credentials_name_the_field(tmp_path):
     run(scenario())
 
 
+def test_too_short_username_and_password_are_both_named_on_every_transport(tmp_path):
+    """Every field rule is checked before any is reported: a 3-byte password is too short
+    (6 bytes at least) even though its length in characters is within the schema's bounds, and
+    a 2-character password of 4-byte characters is long enough."""
+
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": "ab", "password": "abc"}
+            )
+            assert reply.status_code == 400
+            violations = reply.json()["details"][0]["field_violations"]
+            assert [v["field"] for v in violations] == ["username", "password"]
+            assert "bytes" in violations[1]["description"]
+            method = REGISTRY.method("/services.auth.AuthService/Login")
+            call = server.channel.unary_unary(
+                method.grpc_path,
+                request_serializer=method.input_type.SerializeToString,
+                response_deserializer=method.output_type.FromString,
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await call(method.input_type(username="ab", password="abc"))
+            assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+            status = rpc_status.from_call(refused.value)
+            assert status is not None
+            details = error_details_pb2.BadRequest()
+            status.details[0].Unpack(details)
+            assert [v.field for v in details.field_violations] == ["username", "password"]
+            # Long enough in bytes (8), though only 2 characters: wrong, but not malformed.
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": "admin", "password": "\U0001f600" * 2}
+            )
+            assert reply.status_code == 401, reply.text
+
+    run(scenario())
+
+
 def test_every_route_and_method_but_the_public_ones_refuses_an_anonymous_caller(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:

@@ -168,6 +168,15 @@ def test_get_of_a_method_with_side_effects_is_refused() -> None:
     assert bad.status_code == 400 and "encoding" in bad.json()["message"]
 
 
+def test_a_get_without_connect_parameters_is_a_method_the_path_does_not_allow() -> None:
+    """Connect's GET names its ``encoding`` and ``message``; a GET naming neither is not a
+    Connect call, and the paths the OpenAPI document declares POST only answer it 405 + Allow."""
+    for path in ("/api/portico.test.v1.Shelf/GetThing", "/portico.test.v1.Shelf/GetThing"):
+        reply = connect_get(path, {})
+        assert reply.status_code == 405, (path, reply.text)
+        assert reply.headers["allow"] == "POST"
+
+
 def test_timeout_and_metadata_reach_the_servicer_and_back() -> None:
     headers = {**JSON, "connect-timeout-ms": "5000", "grpc-metadata-x-thing": "v"}
     reply = connect_post("/api/portico.test.v1.Shelf/InspectContext", {}, headers)

@@ -139,6 +139,7 @@ class ConnectFlow:
             context = call.context
             query = _query(scope) if scope["method"] == "GET" else None
             if query is not None:
+                _check_get(plan, query)
                 _check_version(query.get("connect", "v1").removeprefix("v"))
             elif (version := headers.get(b"connect-protocol-version", b"1")) != b"1":
                 _check_version(version.decode("latin-1"))
@@ -302,6 +303,19 @@ def _query(scope: Scope) -> dict[str, str]:
         return dict(query_pairs(raw))  # a name given twice: the last one counts
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadRequest(f"query string is not valid UTF-8: {exc}") from exc
+
+
+def _check_get(plan: BindingPlan, query: dict[str, str]) -> None:
+    """A Connect GET names its ``encoding`` and ``message``: a GET naming neither is a plain
+    HTTP GET of a path that is POST only (as the OpenAPI document says), so 405 with Allow."""
+    if "encoding" not in query and "message" not in query:
+        raise HttpRefusal(
+            grpc.StatusCode.UNIMPLEMENTED,
+            f"GET is not allowed on {plan.method.grpc_path} without Connect's encoding and "
+            "message query parameters; allowed: POST",
+            http_status=405,
+            headers=[("allow", "POST")],
+        )
 
 
 def _check_version(version: str) -> None:

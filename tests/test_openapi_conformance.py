@@ -1,16 +1,20 @@
 """A standard OpenAPI fuzzer (schemathesis) finds the server doing what openapi.yaml says.
 
 Every operation of the served document gets a few generated requests of each kind, positive
-(schema-valid) and negative (schema-violating), sent in-process to the whole server (the ASGI app
-over a real store, authenticated as the admin), and every response passes every schemathesis
-check: no 5xx, documented statuses, content types and bodies, no schema-valid request refused,
-no schema-violating request accepted, authentication not ignored.
+(schema-valid) and negative (schema-violating), sent to the whole server (authenticated as the
+admin), once in process (the ASGI app over a real store) and once to a `portico serve` process
+over HTTP, and every response passes every schemathesis check: no 5xx, documented statuses,
+content types and bodies, no schema-valid request refused, no schema-violating request accepted,
+authentication not ignored.
 
 Two outcomes are allowed by design. A schema-valid request refused only for rules that JSON
 Schema cannot say (a label key given twice, a Kubernetes version the server does not offer, an
 App's developer that is not the ClusterInst's): those rules are the ones with a ``note`` in
-app.rules.field_rules, the note is in the field's description, and the refusal names the field; a
-refusal naming any other field fails the test. And a schema-violating request accepted because
+app.rules.field_rules (the password's length in UTF-8 bytes, an image reference, the fields an
+Update names, a node's certificate unless TLS presents one, ...), the note is in the field's
+description, and the refusal names the field or an element of it (a list's rule, such as no two
+ports with one source, is refused at the element); a refusal naming any other field fails the
+test. And a schema-violating request accepted because
 its violation is a ``null``, which proto3 JSON reads as the field's default (see ``_has_null``).
 
 Hypothesis runs derandomized (a fixed seed per test) with a small bound per operation, so the

@@ -60,9 +60,11 @@ def test_rest_replies_are_gzipped_when_asked_and_worth_it(tmp_path) -> None:
             zipped = await raw("/api/v1/cluster/list", "br;q=1, gzip;q=0.8")
             assert zipped.headers["content-encoding"] == "gzip"
             assert zipped.headers["vary"] == "accept-encoding"
-            # The bytes on the wire (content-length) are a fraction; inflated, the same reply.
+            # The bytes on the wire (content-length) are a fraction; inflated, the same list
+            # (whose statuses the simulation may have moved on meanwhile).
             assert int(zipped.headers["content-length"]) < len(body) / 3
-            assert zipped.content == body
+            names = [c["name"] for c in json.loads(zipped.content)["clusters"]]
+            assert names == [c["name"] for c in json.loads(body)["clusters"]]
 
             # A small reply is never gzipped, asked or not.
             small = await raw("/api/v1/version", "gzip")

@@ -26,6 +26,7 @@ import pytest
 
 from app.cli import codegen
 from tests.conftest import ROOT
+from tests.generated_package import imported
 from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving
 
 PACKAGE = "portico_client"
@@ -79,13 +80,8 @@ def generated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture
 def client_package(generated: Path) -> Iterator[Any]:
-    sys.path.insert(0, str(generated))
-    try:
-        yield importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(generated))
-        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
-            del sys.modules[name]
+    with imported(generated, PACKAGE) as package:
+        yield package
 
 
 def test_the_generator_makes_every_operation_but_the_ndjson_bodies(generated: Path) -> None:

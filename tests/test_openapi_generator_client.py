@@ -28,6 +28,7 @@ import yaml
 from app.cli import codegen
 from app.gateway.openapi.schemas import reached
 from tests.conftest import require
+from tests.generated_package import imported
 from tests.harness import ADMIN_PASSWORD, run, running, uvicorn_serving
 
 PACKAGE = "portico_ogen"
@@ -91,13 +92,8 @@ def generated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture
 def client_package(generated: Path) -> Iterator[Any]:
-    sys.path.insert(0, str(generated))
-    try:
-        yield importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(generated))
-        for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
-            del sys.modules[name]
+    with imported(generated, PACKAGE) as package:
+        yield package
 
 
 def _calls(package: Any, url: str) -> list[str]:

@@ -29,6 +29,7 @@ from sqlalchemy import Connection, Engine
 from app.observe.metrics import SWITCH, WRITE_LOCK_SECONDS
 from app.store.engine import (
     DEFAULT_BUSY_TIMEOUT,
+    is_busy,
     is_sqlite,
     open_sqlite_connection,
     sqlite_connection,
@@ -151,8 +152,7 @@ class Database:
                     raw.execute("BEGIN IMMEDIATE")
                     return
                 except sqlite3.OperationalError as exc:
-                    busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
-                    if not busy or time.monotonic() >= deadline:
+                    if not is_busy(exc) or time.monotonic() >= deadline:
                         raise
                 if self._closing.is_set():
                     raise Unavailable("the store is closed (server shutting down)")

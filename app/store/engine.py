@@ -49,6 +49,11 @@ def configure_sqlite_connection(dbapi_connection: sqlite3.Connection, busy_timeo
     dbapi_connection.execute("PRAGMA synchronous=FULL")
 
 
+def is_busy(error: sqlite3.OperationalError) -> bool:
+    """SQLite's busy, by its primary code: any of its extended kinds (recovery, snapshot) too."""
+    return error.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+
+
 def _switch_to_wal(dbapi_connection: sqlite3.Connection) -> None:
     # Workers starting together on a new database: while one holds its first write transaction
     # and the file is not in WAL mode yet, SQLite refuses another's switch at once, with no
@@ -60,9 +65,7 @@ def _switch_to_wal(dbapi_connection: sqlite3.Connection) -> None:
             dbapi_connection.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            # The primary code: busy, and any of its extended kinds (recovery, snapshot).
-            busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
-            if not busy or time.monotonic() > deadline:
+            if not is_busy(exc) or time.monotonic() > deadline:
                 raise
         time.sleep(_WAL_RETRY_SECONDS)
 

@@ -25,7 +25,7 @@ from app.gateway.codec.wire_codecs import PROTO, JsonCodec, WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
-from app.gateway.http.compression import accepts_gzip, gzip_bytes
+from app.gateway.http.compression import accepts_gzip, gzip_bytes, whole_reply
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call, unary_reply
@@ -169,9 +169,8 @@ class ConnectFlow:
             return await _send_error(send, shutting_down(), request_id, context)
         payload = codec.encode(plan, reply)
         extra = _reply_metadata(context)
-        if len(payload) >= COMPRESS_MIN_BYTES and accepts_gzip(headers.get(b"accept-encoding")):
-            payload = gzip_bytes(payload)
-            extra += (("content-encoding", "gzip"),)
+        payload, coding = whole_reply(payload, headers.get(b"accept-encoding"))
+        extra += coding
         content_type = _UNARY_TYPES[codec.name]
         await http_io.send_whole(send, 200, content_type, payload, request_id, None, extra)
         return None

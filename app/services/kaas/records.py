@@ -149,9 +149,11 @@ async def cluster_records(reader: Reader, name: str) -> tuple[Record, Record, li
 async def load_cluster(reader: Reader, name: str) -> ClusterState | None:
     """The cluster ``name``, or None if there is none."""
     found = await cluster_records(reader, name)
-    if found is None:
-        return None
-    status, spec, machines = found
+    return None if found is None else await cluster_state(*found)
+
+
+async def cluster_state(status: Record, spec: Record, machines: list[Record]) -> ClusterState:
+    """A cluster from its records (see :func:`cluster_records`)."""
     return ClusterState(
         spec.parse(api_pb2.CreateClusterMsg),
         status.parse(api_pb2.ClusterDetailItem),

@@ -64,6 +64,8 @@ from app.services.kaas.records import (
     MACHINE,
     ClusterState,
     cluster_item,
+    cluster_records,
+    cluster_state,
     key_of,
     load_cluster,
     machine_count,
@@ -99,12 +101,11 @@ def _state_name(status: int) -> str:
 
 async def _existing(tx: Transaction, name: str) -> ClusterState:
     """The cluster a write names, at the revision the call's ``if-match`` asks for."""
-    state = await load_cluster(tx, name)
-    record = await tx.get(CLUSTER, name)
-    if state is None or record is None:
+    found = await cluster_records(tx, name)
+    if found is None:
         raise Rejected(Code.NOT_FOUND, f"cluster {name!r} not found")
-    revisions.check_if_match(record.revision, f"cluster {name!r}")
-    return state
+    revisions.check_if_match(found[0].revision, f"cluster {name!r}")  # the status record's
+    return await cluster_state(*found)
 
 
 class ClusterService(api_pb2_grpc.ClusterServicer):

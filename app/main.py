@@ -21,7 +21,7 @@ from app.auth.passwords import PasswordHasher
 from app.auth.service import AuthService
 from app.auth.tokens import TokenIssuer, load_secret
 from app.calls.refusals import Rejected
-from app.cli.codegen import portico_openapi
+from app.cli.codegen import DESCRIPTOR_SET, GEN, portico_openapi
 from app.gateway import done
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.errors import GatewayError
@@ -125,6 +125,7 @@ class Portico:
             authenticate=self._authenticate,
             idempotency=idempotency,
             openapi=portico_openapi(self.registry, json_options),
+            descriptor_sets=(GEN / DESCRIPTOR_SET).read_bytes(),
             telemetry=telemetry,
         )
         # Both transports call the servicers behind the field rules' checks.

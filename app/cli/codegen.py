@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from google.protobuf import descriptor_pb2
 
 from app import __version__
 from app.auth.policy import Access, access
@@ -30,6 +31,16 @@ RPC_PAGE = ROOT / "docs" / "reference" / "rpcs.md"
 SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
 OPENAPI = ROOT / "openapi.yaml"
 DESCRIPTOR_SET = "portico.binpb"
+# The .proto files from outside protos/ that buf needs to build it offline (buf.yaml names this
+# folder a module): what protos/ imports from googleapis, and the google.rpc error types every
+# reply may carry. Copied from the installed googleapis-common-protos, the same files protoc
+# compiles against; the well-known google/protobuf/*.proto are buf's own.
+IMPORTS = "imports"
+ERROR_PROTOS = (
+    "google/rpc/code.proto",
+    "google/rpc/status.proto",
+    "google/rpc/error_details.proto",
+)
 
 # The generated tree is an ordinary package: its modules import each other relatively (see
 # ``relative_imports``), so nothing is put on sys.path and no installed package named like a proto
@@ -118,9 +129,24 @@ def generate(out: Path = GEN, protos: Path = PROTOS) -> None:
         raise SystemExit("protoc failed; see the messages above")
     make_imports_relative(staging)
     (staging / "__init__.py").write_text(GEN_INIT)
+    copy_imports(staging / DESCRIPTOR_SET, protos, googleapis, staging / IMPORTS)
     # Replace the old tree only once the new one is complete.
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
+
+
+def copy_imports(descriptor_set: Path, protos: Path, googleapis: Path, out: Path) -> None:
+    """Copy into ``out`` each googleapis file the compiled ``descriptor_set`` holds (what
+    ``protos`` imports, directly or not) and the google.rpc error types, as installed."""
+    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes()).file
+    # The well-known types are buf's (and protoc's) own.
+    names = {f.name for f in files if not f.name.startswith("google/protobuf/")}
+    names = {n for n in names if not (protos / n).is_file()}
+    names = {n for n in names if (googleapis / n).is_file()} | set(ERROR_PROTOS)
+    for name in sorted(names):
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(googleapis / name, target)
 
 
 def _routes(method) -> Iterable[str]:

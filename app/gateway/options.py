@@ -64,3 +64,6 @@ class GatewayOptions:
     cancel_unary_on_disconnect: bool = False
     # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
     openapi: Mapping[str, Any] | None = None
+    # Serialized FileDescriptorSets (concatenated) whose copies of the served files, with their
+    # comments, /descriptors.binpb serves in place of the registry's own (see descriptor_set).
+    descriptor_sets: bytes = b""

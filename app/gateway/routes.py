@@ -1,10 +1,10 @@
 """The gateway's ASGI app: which path goes where, and :func:`create_app` assembling it.
 
-Two kinds of path exist: the gateway's own few pages (health, OpenAPI, the dashboard), served
-by FastAPI, and every RPC binding, served by the dispatchers. The pages are listed in a table
-built with them, so a request is routed by one set lookup; FastAPI's per-request machinery
-(middleware stack, route scan, dependency handling) costs more than a whole small RPC, so RPCs
-never pass through it.
+Two kinds of path exist: the gateway's own few pages (health, OpenAPI, descriptors, the
+dashboard), served by FastAPI, and every RPC binding, served by the dispatchers. The pages are
+listed in a table built with them, so a request is routed by one set lookup; FastAPI's
+per-request machinery (middleware stack, route scan, dependency handling) costs more than a
+whole small RPC, so RPCs never pass through it.
 
 The protocol adapters (Connect, gRPC-Web) are flows built here over the same
 :class:`~app.gateway.stages.Stages` (route table, transcoder, gate and invoker); a
@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.gateway import descriptor_set
 from app.gateway.admission import NO_AUTH
 from app.gateway.codec.json_mapping import dump_json
 from app.gateway.codec.transcoding import Transcoder
@@ -147,8 +148,9 @@ def _pages(
     api.add_route("/healthz", healthz, methods=["GET", "HEAD"], include_in_schema=False)
     api.add_route("/readyz", readyz, methods=["GET", "HEAD"], include_in_schema=False)
     _add_openapi_routes(api, registry, options)
+    _add_descriptor_route(api, registry, options)
     api_docs.add_api_docs(api)
-    paths = {*HEALTH_PATHS, *OPENAPI_PATHS, *api_docs.PATHS, *dashboard.PATHS}
+    paths = {*HEALTH_PATHS, *OPENAPI_PATHS, descriptor_set.PATH, *api_docs.PATHS, *dashboard.PATHS}
     if options.metrics_endpoint:
         _add_metrics_route(api, options.metrics_token)
         paths.add(METRICS_PATH)
@@ -201,3 +203,18 @@ def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOption
         return Response(payload(), media_type="application/json")
 
     app.add_route(OPENAPI_PATHS[0], openapi_json, methods=["GET", "HEAD"], include_in_schema=False)
+
+
+def _add_descriptor_route(app: FastAPI, registry: Registry, options: GatewayOptions) -> None:
+    """``/descriptors.binpb``: the FileDescriptorSet of what is served, made on first use. Public,
+    as the OpenAPI document is: it says what the API is, never what it holds."""
+
+    @functools.cache
+    def payload() -> bytes:
+        return descriptor_set.file_set(registry, options.descriptor_sets)
+
+    async def descriptors(request: Request) -> Response:
+        return Response(payload(), media_type=descriptor_set.MEDIA_TYPE)
+
+    methods = ["GET", "HEAD"]
+    app.add_route(descriptor_set.PATH, descriptors, methods=methods, include_in_schema=False)

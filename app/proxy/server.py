@@ -249,8 +249,9 @@ class Proxy:
             by_service[AUTH_SERVICE] = ServicerInvoker(local, self._servicers)
             invoker = ByService(by_service)
         # Off the loop: the document of a large API takes a while to build.
-        document = await asyncio.to_thread(self._openapi, registry, b"".join(comments))
-        options = self._options(document)
+        descriptor_sets = b"".join(comments)
+        document = await asyncio.to_thread(self._openapi, registry, descriptor_sets)
+        options = self._options(document, descriptor_sets)
         self.app.current = gateway_app(registry, invoker, options, ready=self.ready)
         log.info(
             "serving %d method(s) of %d service(s) from %s",
@@ -272,7 +273,7 @@ class Proxy:
             descriptor_set=descriptor_set,
         )
 
-    def _options(self, document: dict[str, Any]) -> GatewayOptions:
+    def _options(self, document: dict[str, Any], descriptor_sets: bytes) -> GatewayOptions:
         settings = self.settings
         auth = settings.proxy_auth
         return gateway_options(
@@ -281,6 +282,7 @@ class Proxy:
             streams=self.streams,
             authenticate=self._authenticate if auth == "jwt" else self._admit_all,
             openapi=document,
+            descriptor_sets=descriptor_sets,
             cancel_unary_on_disconnect=True,  # the upstream stops working for nobody
             telemetry=self.telemetry,
         )

@@ -51,3 +51,9 @@ def _run(args: list[str]) -> None:
     )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+
+
+def node_tool(name: str) -> str:
+    """An npm-installed command of tests/protocols/node (``buf``, ``tsc``, ...)."""
+    prepared_node()
+    return str(NODE_DIR / "node_modules" / ".bin" / name)

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool
 from websockets.asyncio.client import connect
 
 from tests.harness import eventually, run
@@ -199,6 +200,21 @@ def test_the_openapi_document_and_connect_cover_the_proxied_methods(proxied: Pro
     assert paths["/portico.echo.v1.Echo/Chat"]["post"]["x-portico-streaming"] == "bidi_streaming"
     assert connect.status_code == 200, connect.text
     assert connect.json()["text"] == "via connect"
+
+
+def test_the_descriptors_served_are_the_upstreams(proxied: Proxied) -> None:
+    async def fetch() -> httpx.Response:
+        async with client(proxied) as http:
+            return await http.get("/descriptors.binpb")
+
+    reply = run(fetch())
+    assert reply.status_code == 200
+    pool = descriptor_pool.DescriptorPool()
+    for file in descriptor_pb2.FileDescriptorSet.FromString(reply.content).file:
+        pool.Add(file)  # each after its imports, as grpcurl and buf read them
+    say = pool.FindMethodByName("portico.echo.v1.Echo.Say")
+    assert say.input_type.fields_by_name["text"]
+    assert pool.FindMessageTypeByName("google.rpc.BadRequest")
 
 
 def test_readyz_is_green_while_the_upstream_answers(proxied: Proxied) -> None:

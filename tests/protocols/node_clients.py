@@ -32,8 +32,12 @@ def prepared_node() -> str:
     # Test processes running side by side (pytest -n) take turns: one installs and generates.
     with open(NODE_DIR / ".prepare.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (NODE_DIR / "node_modules" / ".package-lock.json").exists():
+        # Again when package-lock.json changed since (a checkout that added a package).
+        installed = NODE_DIR / "node_modules" / ".package-lock.json"
+        lock = NODE_DIR / "package-lock.json"
+        if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
             _run([npm, "install", "--no-audit", "--no-fund"])
+            installed.touch()  # npm leaves it as it was when nothing changed
         # Generating takes seconds: only again when its inputs changed since the last time.
         inputs = [ROOT / "gen" / "portico.binpb"]
         inputs += [NODE_DIR / "buf.gen.yaml", NODE_DIR / "package-lock.json"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
 import os
 import secrets
@@ -18,6 +19,7 @@ from starlette.types import ASGIApp
 
 from app.auth.gate import Gate
 from app.auth.passwords import PasswordHasher
+from app.auth.rate_limit import limiter_for
 from app.auth.service import AuthService
 from app.auth.tokens import TokenIssuer, load_secret
 from app.calls.refusals import Rejected
@@ -26,6 +28,7 @@ from app.gateway import done
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams, shutting_down
+from app.gateway.options import Peer
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server.server import create_server, start, stop
@@ -95,6 +98,7 @@ class Portico:
         settings = self.settings
         SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
+        check_rate_limited_methods(settings, self.registry)
         self.store, self.gate = await open_gate(
             settings,
             compaction_age=timedelta(seconds=settings.event_retention_seconds),
@@ -153,7 +157,13 @@ class Portico:
         """Every servicer by full service name, and the background jobs they need."""
         settings = self.settings
         servicers: dict[str, object] = {"services.auth.AuthService": AuthService(gate)}
-        jobs: list[Job] = [purge_expired_revocations(store), compact_event_log(store)]
+        limiter = gate.limiter
+        jobs: list[Job] = [
+            purge_expired_revocations(
+                store, rate_buckets_full_after=0.0 if limiter is None else limiter.full_after
+            ),
+            compact_event_log(store),
+        ]
 
         # KaaS clusters and storage statistics on the simulated infrastructure.
         clock = SimClock(settings.sim_step_seconds)
@@ -214,14 +224,14 @@ class Portico:
         return await store_answers(self.store)
 
     def _authenticate(
-        self, method: Method, metadata: Iterable[tuple[str, str | bytes]]
+        self, method: Method, metadata: Iterable[tuple[str, str | bytes]], peer: Peer
     ) -> Awaitable[object]:
         assert self.gate is not None
         if self.shutting_down:
             raise shutting_down()
         caller = self.gate.admitted_now(method.full_name, metadata)
         if caller is None:
-            return admit_caller(self.gate, method, metadata)
+            return admit_caller(self.gate, method, metadata, peer)
         note_user(caller.username)
         return done.NOTHING
 
@@ -292,7 +302,24 @@ async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectSto
     except BaseException:
         await store.close()
         raise
-    return store, Gate(store, issuer, hasher, trusted_proxies=settings.trusted_proxies)
+    limiter = limiter_for(store.rate_buckets, *settings.rate_limits())
+    return store, Gate(
+        store, issuer, hasher, trusted_proxies=settings.trusted_proxies, limiter=limiter
+    )
+
+
+def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:
+    """Each method of ``PORTICO_RATE_LIMIT_METHODS`` is one this server serves: a misspelt one
+    would otherwise leave the method it meant unlimited without a word."""
+    served = {m.full_name: m for m in registry}
+    for name in settings.rate_limits()[1]:
+        if name not in served:
+            close = difflib.get_close_matches(name, served, 1, 0.8)
+            hint = f" (did you mean {served[close[0]].grpc_path.lstrip('/')}?)" if close else ""
+            raise ConfigurationError(
+                f"PORTICO_RATE_LIMIT_METHODS: {name.rpartition('.')[0]}/"
+                f"{name.rpartition('.')[2]} is not a served method{hint}"
+            )
 
 
 @contextlib.contextmanager
@@ -341,14 +368,16 @@ async def store_answers(store: ObjectStore) -> bool:
 
 
 async def admit_caller(
-    gate: Gate, method: Method, metadata: Iterable[tuple[str, str | bytes]]
+    gate: Gate, method: Method, metadata: Iterable[tuple[str, str | bytes]], peer: Peer
 ) -> object:
-    """The gate's verdict on a call, a refusal raised as the transports render it."""
+    """The gate's verdict on a call, a refusal raised as the transports render it (with its
+    details: a rate limit's RetryInfo is HTTP's Retry-After)."""
     try:
-        caller = await gate.admit(method.full_name, metadata)
+        caller = await gate.admit(method.full_name, metadata, peer)
     except Rejected as rejected:
         headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
-        raise GatewayError(rejected.code, rejected.message, headers=headers) from None
+        details = rejected.status_proto().details
+        raise GatewayError(rejected.code, rejected.message, details, headers=headers) from None
     if caller is not None:
         note_user(caller.username)
     return caller

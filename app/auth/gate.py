@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -23,14 +23,15 @@ import grpc
 from prometheus_client import Counter
 
 from app.auth import policy
-from app.auth.client_address import client_address, trusted_networks
+from app.auth.client_address import client_address, throttle_address, trusted_networks
 from app.auth.passwords import PasswordHasher
+from app.auth.rate_limit import RateLimited, RateLimiter
 from app.auth.throttle import LoginThrottle, Throttled
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
 from app.calls.callers import Caller, current_caller
 from app.calls.refusals import Rejected, Violations
 from app.calls.shared_calls import SharedCalls
-from app.observe.metrics import LOCKOUTS, LOGINS, SWITCH, TOKEN_REFUSALS
+from app.observe.metrics import LOCKOUTS, LOGINS, RATE_LIMITED, SWITCH, TOKEN_REFUSALS
 from app.rules import field_rules
 from app.store import Account, ObjectStore
 
@@ -38,6 +39,9 @@ from app.store import Account, ObjectStore
 audit = logging.getLogger("portico.audit")
 
 USERNAME = re.compile(field_rules.USERNAME.pattern or "")
+# Whom a rate limit bucket counts: a signed-in account, or an anonymous client's address.
+ACCOUNT = "account:"
+ADDRESS = "address:"
 BAD_CREDENTIALS = "invalid username or password"
 
 
@@ -60,8 +64,11 @@ class Gate:
         trusted_proxies: Iterable[str] = (),
         cache_size: int = 10_000,
         recheck_seconds: float = 1.0,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.store = store
+        # Per-caller rate limits (None: none): every admitted call takes a token.
+        self.limiter = limiter
         self.issuer = issuer
         self.hasher = hasher
         self.throttle = throttle or LoginThrottle(store.login_attempts)
@@ -233,16 +240,25 @@ class Gate:
         caller = self._recently_verified(token) if token else None
         if caller is None or not policy.allows(caller.role, full_method):
             return None
+        limiter = self.limiter
+        if limiter is not None and not limiter.take_here(full_method, ACCOUNT + caller.account_id):
+            return None
         current_caller.set(caller)
         return caller
 
     async def admit(
-        self, full_method: str, metadata: Iterable[tuple[str, str | bytes]]
+        self,
+        full_method: str,
+        metadata: Iterable[tuple[str, str | bytes]],
+        peer: Callable[[], str] = str,
     ) -> Caller | None:
-        """Authenticate and authorize one call; sets :data:`current_caller` for the servicer."""
+        """Authenticate and authorize one call, and take a token from its caller's rate limit
+        (``peer`` names the connection's peer, for anonymous callers); sets
+        :data:`current_caller` for the servicer."""
         access = policy.access(full_method)
         token = bearer_token(metadata)
         if access is policy.Access.PUBLIC and not token:
+            await self._limit(full_method, self._anonymous(metadata, peer))
             current_caller.set(None)
             return None
         if not token:
@@ -252,6 +268,7 @@ class Gate:
             caller = self._recently_verified(token) or await self._verify(token)
         except InvalidToken as exc:
             if access is policy.Access.PUBLIC:
+                await self._limit(full_method, self._anonymous(metadata, peer))
                 current_caller.set(None)
                 return None
             _count(TOKEN_REFUSALS, exc.reason)
@@ -266,8 +283,30 @@ class Gate:
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"role {caller.role!r} may not call {policy.split(full_method)[1]}",
             )
+        await self._limit(full_method, ACCOUNT + caller.account_id)
         current_caller.set(caller)
         return caller
+
+    def _anonymous(
+        self, metadata: Iterable[tuple[str, str | bytes]], peer: Callable[[], str]
+    ) -> str:
+        """Whom an anonymous call counts as: its client's address (an IPv6 client's /64)."""
+        if self.limiter is None:
+            return ""
+        return ADDRESS + throttle_address(self.client_address(peer(), metadata))
+
+    async def _limit(self, full_method: str, who: str) -> None:
+        """Take a token for the call; RESOURCE_EXHAUSTED with the delay when over the limit."""
+        if self.limiter is None:
+            return
+        try:
+            await self.limiter.take(full_method, who)
+        except RateLimited as limited:
+            if SWITCH.recording:
+                RATE_LIMITED.labels(full_method, who.partition(":")[0]).inc()
+            raise Rejected(
+                grpc.StatusCode.RESOURCE_EXHAUSTED, str(limited), retry_after=limited.retry_after
+            ) from None
 
 
 def _count(counter: Counter, label: str) -> None:

@@ -85,7 +85,11 @@ class Rejected(Exception):
 
     def status(self) -> grpc.Status:
         """The refusal as a rich gRPC status."""
-        return rich_status(
+        return rpc_status.to_status(self.status_proto())
+
+    def status_proto(self) -> status_pb2.Status:
+        """The refusal as a ``google.rpc.Status``, details and all."""
+        return rich_status_proto(
             self.code, self.message, self.violations, self.retry_after, extra=self.details
         )
 
@@ -99,6 +103,17 @@ def rich_status(
 ) -> grpc.Status:
     """A gRPC status whose details carry the field violations, a retry delay and ``extra``;
     within the error limits of :mod:`app.settings.limits`."""
+    return rpc_status.to_status(rich_status_proto(code, message, violations, retry_after, extra))
+
+
+def rich_status_proto(
+    code: grpc.StatusCode,
+    message: str,
+    violations: Iterable[Violation] = (),
+    retry_after: float = 0.0,
+    extra: Iterable[message_pb.Message] = (),
+) -> status_pb2.Status:
+    """:func:`rich_status` as the ``google.rpc.Status`` it carries."""
     details: list[message_pb.Message] = []
     violations = list(violations)
     if violations:
@@ -113,4 +128,4 @@ def rich_status(
         wrapper.Pack(detail)
         packed.append(wrapper)
     status = status_pb2.Status(code=code.value[0], message=message, details=packed)
-    return rpc_status.to_status(limits.fit_status(status))
+    return limits.fit_status(status)

@@ -14,14 +14,14 @@ from app.gateway.errors import GatewayError
 from app.gateway.registry import Method
 
 
-async def refuse_every_call(method: Method, metadata: Metadata) -> object:
+async def refuse_every_call(method: Method, metadata: Metadata, peer: object = None) -> object:
     """The default: no authentication was configured, so nobody is admitted."""
     raise GatewayError(
         grpc.StatusCode.UNAUTHENTICATED, "this server has no authentication configured"
     )
 
 
-async def admit_every_call(method: Method, metadata: Metadata) -> object:
+async def admit_every_call(method: Method, metadata: Metadata, peer: object = None) -> object:
     """Admit every call anonymously (say so explicitly, as :data:`NO_AUTH`)."""
     return None
 

@@ -75,7 +75,8 @@ def admit(call: Call, authenticate: Authenticate) -> Awaitable[object]:
 
     The hook's own awaitable, not a coroutine around it: every call passes here, and each
     layer of coroutine on that path is measurable (``tests/bench``)."""
-    return authenticate(call.method, call.context.invocation_metadata())
+    context = call.context
+    return authenticate(call.method, context.invocation_metadata(), context.peer)
 
 
 class Invoker(Protocol):

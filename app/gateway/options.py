@@ -17,10 +17,13 @@ from app.gateway.registry import Method
 from app.observe.calls import Telemetry
 from app.settings import limits
 
-# Resolves the caller from request metadata; raises GatewayError(UNAUTHENTICATED, ...) to refuse.
-# Both transports call it (the gRPC server's interceptor and the HTTP flows), so it is one gate;
-# what it returns is the gate's business (it hands the caller to servicers itself).
-Authenticate = Callable[[Method, Metadata], Awaitable[object]]
+# The connection's peer as gRPC names it (``ipv4:10.0.0.1:5000``), formatted only when asked.
+Peer = Callable[[], str]
+# Resolves the caller from request metadata (and the peer, for anonymous callers); raises
+# GatewayError(UNAUTHENTICATED, ...) to refuse. Both transports call it (the gRPC server's
+# interceptor and the HTTP flows), so it is one gate; what it returns is the gate's business (it
+# hands the caller to servicers itself).
+Authenticate = Callable[[Method, Metadata, Peer], Awaitable[object]]
 
 
 class Idempotency(Protocol):

@@ -173,7 +173,7 @@ class _Admission:
 
     async def __call__(self, method: Method, request: Any, context: IdentifiedContext) -> Any:
         """The request for the servicer; raises GatewayError to refuse the call."""
-        await self.authenticate(method, tuple(context.invocation_metadata() or ()))
+        await self.authenticate(method, tuple(context.invocation_metadata() or ()), context.peer)
         if method.client_streaming:
             return request  # parsed and checked message by message as the servicer reads
         return _checked(_parse(method, request), self.strict)

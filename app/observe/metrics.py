@@ -74,6 +74,12 @@ TOKEN_REFUSAL_REASONS = (
 TOKEN_REFUSALS = Counter(
     "portico_token_refusals_total", "Calls the gate refused, by reason.", ["reason"]
 )
+RATE_LIMITED = Counter(
+    "portico_rate_limited_total",
+    "Calls refused by the per-caller rate limit, by method and by whom the bucket counts "
+    "(account or address).",
+    ["method", "caller"],
+)
 
 # -- the store --------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.invoker import Invoker, ServicerInvoker
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.openapi.document import openapi_document
-from app.gateway.options import GatewayOptions
+from app.gateway.options import GatewayOptions, Peer
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
@@ -288,17 +288,17 @@ class Proxy:
         )
 
     async def _authenticate(
-        self, method: Method, metadata: Iterable[tuple[str, str | bytes]]
+        self, method: Method, metadata: Iterable[tuple[str, str | bytes]], peer: Peer
     ) -> object:
         assert self.gate is not None
         if self.shutting_down:
             raise shutting_down()
-        return await admit_caller(self.gate, method, metadata)
+        return await admit_caller(self.gate, method, metadata, peer)
 
-    async def _admit_all(self, method: Method, metadata: Any) -> object:
+    async def _admit_all(self, method: Method, metadata: Any, peer: Peer) -> object:
         if self.shutting_down:
             raise shutting_down()
-        return await NO_AUTH(method, metadata)
+        return await NO_AUTH(method, metadata, peer)
 
     async def ready(self) -> bool:
         """Readiness: not shutting down, the auth store answers, and every upstream has given

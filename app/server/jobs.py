@@ -61,9 +61,12 @@ async def supervised(job: Job, restart_delay: float = 1.0) -> None:
         await asyncio.sleep(restart_delay)
 
 
-def purge_expired_revocations(store: ObjectStore, every_seconds: float = 600.0) -> Job:
-    """A job that forgets revocations of tokens that have expired anyway, and failed-login
-    counts with nothing left to remember."""
+def purge_expired_revocations(
+    store: ObjectStore, every_seconds: float = 600.0, rate_buckets_full_after: float = 0.0
+) -> Job:
+    """A job that forgets revocations of tokens that have expired anyway, failed-login counts
+    with nothing left to remember, and rate limit buckets idle long enough to be full again
+    (``rate_buckets_full_after`` seconds, or an hour if that is longer)."""
 
     async def purge() -> None:
         while True:
@@ -71,6 +74,7 @@ def purge_expired_revocations(store: ObjectStore, every_seconds: float = 600.0) 
             if removed:
                 log.info("forgot %d revocation(s) of expired tokens", removed)
             await store.login_attempts.forget_stale()
+            await store.rate_buckets.forget_full(max(3600.0, rate_buckets_full_after))
             await asyncio.sleep(every_seconds)
 
     return purge

@@ -18,12 +18,14 @@ from typing import Any
 
 from app.settings import limits
 from app.settings.setting_rules import (
+    MAX_RATE,
     ConfigurationError,
     any_int,
     at_least,
     between,
     cidr_list,
     database_url,
+    default_burst,
     descriptor_set_or_empty,
     dotted_versions,
     file_or_empty,
@@ -32,9 +34,12 @@ from app.settings.setting_rules import (
     metrics_apart,
     one_of,
     origins,
+    parse_rate_override,
     password_or_empty,
     path_prefix,
     power_of_two,
+    rate_limit_pairing,
+    rate_overrides,
     secret_or_empty,
     subnet,
     tls_pairing,
@@ -114,6 +119,12 @@ class Settings:
     cors_origins: tuple[str, ...] = _rule((), origins)
     # Connect and gRPC-Web answer /package.Service/Method and also this prefix + that path.
     rpc_prefix: str = _rule("/api", path_prefix)
+    # Calls a second, and calls at once, each signed-in account (each client address, when
+    # anonymous) may make; 0 (the default): unlimited. A burst of 0 means one second's rate.
+    rate_limit_per_second: float = _rule(0.0, between(0.0, float(MAX_RATE)))
+    rate_limit_burst: int = _rule(0, between(0, MAX_RATE))
+    # Per-method limits instead: package.Service/Method=rate[:burst], comma-separated.
+    rate_limit_methods: tuple[str, ...] = _rule((), rate_overrides)
     # Peers whose X-Forwarded-For / Forwarded headers name the real client (none by default).
     trusted_proxies: tuple[str, ...] = _rule((), cidr_list)
     # TLS for both transports: a PEM certificate chain and its key; both or neither.
@@ -166,6 +177,7 @@ class Settings:
         upstream_tls_pairing(
             self.upstream_tls, self.upstream_ca, self.upstream_cert, self.upstream_key
         )
+        rate_limit_pairing(self.rate_limit_per_second, self.rate_limit_burst)
         metrics_apart(
             self.metrics, self.metrics_port, self.metrics_token, (self.http_port, self.grpc_port)
         )
@@ -174,6 +186,18 @@ class Settings:
     def effective_database_url(self) -> str:
         """The database URL, defaulting to SQLite in the data directory."""
         return self.database_url or f"sqlite:///{self.data_dir / 'portico.db'}"
+
+    def rate_limits(self) -> tuple[tuple[float, int] | None, dict[str, tuple[float, int]]]:
+        """The rate limit of every call as (rate, burst), None when off; and those of the
+        methods named in ``rate_limit_methods``, by full method name (a rate of 0: none)."""
+        rate = self.rate_limit_per_second
+        default = (rate, self.rate_limit_burst or default_burst(rate)) if rate else None
+        methods = {}
+        for item in self.rate_limit_methods:
+            parsed = parse_rate_override(item)
+            assert parsed is not None  # checked when the settings were built
+            methods[parsed[0]] = parsed[1:]
+        return default, methods
 
     @property
     def tls(self) -> bool:

@@ -98,6 +98,21 @@ MEANINGS: dict[str, str] = {
         "path prefix for Connect and gRPC-Web besides `/{package}.{Service}/{Method}` (empty: "
         "only that path)"
     ),
+    "rate_limit_per_second": (
+        "calls a second each signed-in account (each client address, for anonymous calls) may "
+        "make, on every transport and across all workers and replicas; over it, `429` with "
+        "`Retry-After` (gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`). `0`: unlimited; see [Rate "
+        "limits](../operations/rate-limits.md)"
+    ),
+    "rate_limit_burst": (
+        "calls a caller may make at once before the rate applies (`0`: one second of the rate, "
+        "at least 1); needs a rate"
+    ),
+    "rate_limit_methods": (
+        "per-method limits instead of the common one, `package.Service/Method=rate[:burst]` "
+        "comma-separated (rate `0`: unlimited); each method gets a bucket of its own per caller. "
+        "`portico serve` refuses a method it does not serve"
+    ),
     "trusted_proxies": (
         "comma-separated addresses or CIDR networks of proxies whose `X-Forwarded-For` / "
         "`Forwarded` name the client (see [Accounts](../how-to/accounts.md))"

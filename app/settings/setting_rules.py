@@ -311,3 +311,58 @@ def metrics_apart(metrics: bool, port: int, token: str, taken: tuple[int, ...]) 
             "PORTICO_METRICS_PORT / PORTICO_METRICS_TOKEN: need metrics; allowed: only with "
             "PORTICO_METRICS=true"
         )
+
+
+# The largest rate and burst a rate limit may name: far above what one server answers, so a
+# typo of a few digits too many is refused instead of silently meaning "unlimited".
+MAX_RATE = 1_000_000
+_RATE_OVERRIDE = re.compile(
+    r"(?P<service>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)/(?P<method>[A-Za-z_]\w*)"
+    r"=(?P<rate>\d+(?:\.\d+)?)(?::(?P<burst>\d+))?"
+)
+_RATE_OVERRIDE_ALLOWED = (
+    "comma-separated package.Service/Method=rate or =rate:burst entries, one per method, such "
+    f"as cnct.kaas.api.Cluster/CreateCluster=1:5 (rate 0 to {MAX_RATE}, 0: unlimited; burst 1 "
+    f"to {MAX_RATE})"
+)
+
+
+def default_burst(rate: float) -> int:
+    """The burst of a limit that names none: one second of the rate, at least one call."""
+    return max(1, math.ceil(rate))
+
+
+def parse_rate_override(item: str) -> tuple[str, float, int] | None:
+    """``package.Service/Method=rate[:burst]`` as (``package.Service.Method``, rate, burst);
+    None when it is not one (or out of bounds)."""
+    found = _RATE_OVERRIDE.fullmatch(item.strip())
+    if found is None:
+        return None
+    rate = float(found["rate"])
+    burst = int(found["burst"]) if found["burst"] else default_burst(rate)
+    if rate > MAX_RATE or not 1 <= burst <= MAX_RATE:
+        return None
+    return f"{found['service']}.{found['method']}", rate, burst
+
+
+@_allows(_RATE_OVERRIDE_ALLOWED)
+def rate_overrides(variable: str, value: Any) -> None:
+    """Per-method rate limits; ``app.main`` checks that each names a served method."""
+    seen: set[str] = set()
+    for item in value:
+        parsed = parse_rate_override(item)
+        if parsed is None:
+            refuse(variable, item, _RATE_OVERRIDE_ALLOWED)
+            return
+        if parsed[0] in seen:
+            refuse(variable, item, "one entry per method")
+        seen.add(parsed[0])
+
+
+def rate_limit_pairing(rate: float, burst: int) -> None:
+    """A burst means nothing without a rate: refused rather than silently unlimited."""
+    if burst and not rate:
+        raise ConfigurationError(
+            "PORTICO_RATE_LIMIT_BURST: needs a rate; allowed: only with "
+            "PORTICO_RATE_LIMIT_PER_SECOND above 0"
+        )

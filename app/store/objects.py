@@ -30,6 +30,7 @@ from app.store.group_commit import DEFAULT_MAX_MEMBERS, DEFAULT_MAX_SECONDS
 from app.store.idempotency import IdempotencyRecords
 from app.store.indexes import INDEXES
 from app.store.login_attempts import LoginAttempts
+from app.store.rate_buckets import RateBuckets
 from app.store.records import (
     SQLITE_GET,
     Message,
@@ -102,7 +103,8 @@ def _log_bounds(conn: Connection) -> tuple[int, int]:
 
 class ObjectStore:
     """Persistent objects with revisions and an event log with watches; beside them the
-    store's typed tables (accounts, revocations, login attempts, idempotency records)."""
+    store's typed tables (accounts, revocations, login attempts, rate limit buckets,
+    idempotency records)."""
 
     def __init__(
         self,
@@ -116,6 +118,7 @@ class ObjectStore:
         self.accounts = Accounts(database)
         self.revocations = Revocations(database)
         self.login_attempts = LoginAttempts(database)
+        self.rate_buckets = RateBuckets(database)
         self.idempotency = IdempotencyRecords(database)
         if poll_interval is None:
             sqlite = database.is_sqlite

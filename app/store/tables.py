@@ -10,6 +10,7 @@ from sqlalchemy import (
     Column,
     CursorResult,
     DateTime,
+    Float,
     Index,
     Integer,
     LargeBinary,
@@ -203,6 +204,18 @@ class IdempotencyRecord(SQLModel, table=True):
     expires_at: datetime = _timestamp(index=True)
 
 
+class RateBucket(SQLModel, table=True):
+    """The tokens left in one caller's rate limit bucket (app/store/rate_buckets.py), shared by
+    every worker and replica. A new table, created on start like ``login_attempt``."""
+
+    __tablename__ = "rate_bucket"
+
+    key: str = Field(sa_column=Column(String(320), primary_key=True))
+    tokens: float = Field(sa_column=Column(Float, nullable=False))
+    # Seconds since the epoch of the last take: the bucket has refilled since then.
+    updated_at: float = Field(sa_column=Column(Float, nullable=False, index=True))
+
+
 class ObjectIndex(SQLModel, table=True):
     """One value of a secondary index of a kind (app.store.indexes): the object ``key`` of
     ``kind`` holds ``value`` under index ``name``. A new table, created on start."""
@@ -227,6 +240,7 @@ STORE_TABLES = (
     LoginAttempt,
     IdempotencyRecord,
     ObjectIndex,
+    RateBucket,
 )
 COMPACTED_REVISION = "compacted_revision"
 

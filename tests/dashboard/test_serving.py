@@ -22,7 +22,7 @@ from tests.harness import run
 STATIC = ROOT / "static"
 
 
-async def _refuse_everyone(method: object, metadata: object) -> object:
+async def _refuse_everyone(method: object, metadata: object, peer: object) -> object:
     raise GatewayError(grpc.StatusCode.UNAUTHENTICATED, "no token")
 
 

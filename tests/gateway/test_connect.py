@@ -188,7 +188,7 @@ def test_timeout_and_metadata_reach_the_servicer_and_back() -> None:
 
 
 def test_the_gate_refuses_in_connect_form() -> None:
-    async def refuse(method: Any, metadata: Any) -> object:
+    async def refuse(method: Any, metadata: Any, peer: Any) -> object:
         raise GatewayError(grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
 
     async def scenario() -> Any:

@@ -277,7 +277,7 @@ def test_bad_metadata_headers_are_400() -> None:
 
 
 def test_authenticate_hook_guards_both_transports() -> None:
-    async def authenticate(method: Any, metadata: Any) -> str:
+    async def authenticate(method: Any, metadata: Any, peer: Any) -> str:
         if ("authorization", "Bearer good") not in metadata:
             raise GatewayError(grpc.StatusCode.UNAUTHENTICATED, "a bearer token is required")
         return "alice"

@@ -290,7 +290,7 @@ def test_a_websocket_conversation_ends_at_its_deadline() -> None:
 def test_a_browser_websocket_passes_its_token_as_a_subprotocol() -> None:
     # Browsers cannot set headers on a WebSocket: the token comes as "bearer.<token>", and the
     # server accepts naming only "portico.json", never echoing the token.
-    async def authenticate(method: Any, metadata: Any) -> str:
+    async def authenticate(method: Any, metadata: Any, peer: Any) -> str:
         if ("authorization", "Bearer good") not in metadata:
             raise GatewayError(grpc.StatusCode.UNAUTHENTICATED, "a bearer token is required")
         return "alice"

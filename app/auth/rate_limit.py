@@ -4,17 +4,20 @@ anonymous calls), one limit across every worker and replica.
 The bucket itself lives in the store (``app/store/rate_buckets.py``), so every process takes
 from the same one. A call must not cost a database write, so each process takes a *share* of
 a caller's tokens at a time, a tenth of a second of the rate (at most the burst), and spends it
-locally: most calls are admitted synchronously, from this process's share, and only the call
-that finds the share empty waits for the store (the calls arriving meanwhile wait for the same
-take). A share is kept one second at most; what is left of it then is dropped, never returned.
-A refusal is remembered until the bucket holds a token again, so a caller over the limit costs
-no write either.
+locally: calls are admitted synchronously, from this process's share, and the next share is
+taken in the background when this one runs low or is about to expire, so a steady caller never
+waits for the store. Only a call that finds no share waits (the calls arriving meanwhile wait
+for the same take). A share is kept one second at most; what is left of it then is dropped,
+never returned. A refusal is remembered until the bucket holds a token again, so a caller over
+the limit costs no write either. A share of one token (a rate under 10 a second) is taken only
+when a call needs it: such a limit is exact.
 
 Precision: the store never hands out more than the bucket allows, so across all processes a
 caller gets at most ``burst + rate x T`` calls in any T seconds, plus what the processes held
-of its shares when those T seconds began (at most a tenth of a second's rate each). The other
-way, tokens in one process's share are not available in another: a caller whose calls are spread
-over P processes may be refused up to P shares early, and dropped shares are lost to it.
+of its shares when those T seconds began (at most two shares, a fifth of a second's rate, each).
+The other way, tokens in one process's share are not available in another: a caller whose calls
+are spread over P processes may be refused up to P shares early, and dropped shares are lost to
+it.
 
 A method with its own limit (``PORTICO_RATE_LIMIT_METHODS``) has a bucket of its own per
 caller, instead of the caller's common one; a rate of 0 there leaves it unlimited.
@@ -22,7 +25,9 @@ caller, instead of the caller's common one; a rate of 0 there leaves it unlimite
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import math
 import time
 from collections import OrderedDict
@@ -32,11 +37,16 @@ from dataclasses import dataclass
 from app.calls.shared_calls import SharedCalls
 from app.store.rate_buckets import RateBuckets
 
+log = logging.getLogger("portico.auth")
+
 # A share is this long of the rate (at least one token, at most the burst)...
 SHARE_SECONDS = 0.1
 # ...and is dropped this long after it was taken: an unused share must not let a caller who
 # comes back later exceed the limit.
 SHARE_LIFETIME_SECONDS = 1.0
+# The next share is taken in the background when this much of the lifetime is left, or a
+# quarter of the share.
+RENEW_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -66,12 +76,14 @@ class RateLimited(Exception):
 
 
 class _Share:
-    __slots__ = ("expires", "refused_until", "tokens")
+    __slots__ = ("expires", "limit", "refused_until", "renewing", "tokens")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: Limit) -> None:
+        self.limit = limit
         self.tokens = 0
         self.expires = 0.0
         self.refused_until = 0.0
+        self.renewing = False
 
 
 class RateLimiter:
@@ -95,6 +107,7 @@ class RateLimiter:
         }
         self._shares: OrderedDict[str, _Share] = OrderedDict()
         self._takes: SharedCalls[None] = SharedCalls()
+        self._renewals: set[asyncio.Task[None]] = set()  # referenced until done
 
     @property
     def full_after(self) -> float:
@@ -137,18 +150,41 @@ class RateLimiter:
         share = self._shares.get(key)
         if share is None or share.tokens <= 0:
             return False
-        if share.expires <= time.monotonic():
+        now = time.monotonic()
+        if share.expires <= now:
             share.tokens = 0
             return False
         share.tokens -= 1
+        size = share.limit.share
+        if (
+            size > 1
+            and not share.renewing
+            and (share.tokens <= size // 4 or share.expires - now <= RENEW_SECONDS)
+        ):
+            share.renewing = True
+            renewal = asyncio.ensure_future(self._renew(key, share.limit))
+            self._renewals.add(renewal)
+            renewal.add_done_callback(self._renewals.discard)
         return True
 
+    async def _renew(self, key: str, limit: Limit) -> None:
+        """Take the next share ahead of need; a failure leaves it to the call that needs it."""
+        try:
+            await self._takes.run(key, functools.partial(self._refill, key, limit))
+        except Exception:
+            log.warning("could not renew a rate limit share; the next call will", exc_info=True)
+
     async def _refill(self, key: str, limit: Limit) -> None:
-        grant = await self.buckets.take(key, limit.share, limit.rate, limit.burst)
+        try:
+            grant = await self.buckets.take(key, limit.share, limit.rate, limit.burst)
+        finally:
+            renewed = self._shares.get(key)
+            if renewed is not None:
+                renewed.renewing = False
         now = time.monotonic()
         share = self._shares.get(key)
         if share is None:
-            share = self._shares[key] = _Share()
+            share = self._shares[key] = _Share(limit)
             while len(self._shares) > self.max_local_keys:
                 self._shares.popitem(last=False)  # its tokens are dropped: never too many
         self._shares.move_to_end(key)

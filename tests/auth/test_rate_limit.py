@@ -224,13 +224,10 @@ def test_settings_read_from_the_environment() -> None:
 
 
 def test_serve_refuses_a_method_it_does_not_serve(tmp_path: Path) -> None:
-    settings = settings_for(
-        tmp_path, rate_limit_methods=("cnct.kaas.api.Cluster/CreateClustre=1",)
-    )
+    settings = settings_for(tmp_path, rate_limit_methods=("cnct.kaas.api.Cluster/CreateClustre=1",))
     with pytest.raises(ConfigurationError) as refused:
         run(Portico(settings).start())
     assert str(refused.value) == (
         "PORTICO_RATE_LIMIT_METHODS: cnct.kaas.api.Cluster/CreateClustre is not a served method "
         "(did you mean cnct.kaas.api.Cluster/CreateCluster?)"
     )
-

@@ -24,6 +24,7 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "(a) 1,000 tokens / one token": ("a_tokens", "a_version"),
         "(b) cold / warm": ("b_read_cold", "b_read"),
         "(c)/(c) floor": ("c_create", "c_floor"),
+        "(a) rate limited / not": ("a_version_rate_limited", "a_version_unlimited"),
     }
     run["ratios"] = {
         name: rps[top] / rps[bottom]
@@ -53,6 +54,10 @@ def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
     kept = [ratios[k] for k in metered if k in ratios]
     if len(kept) == 2:
         met["(a), (b) with metrics >= 0.9 x without"] = min(kept) >= 0.9
+    if "(a) rate limited / not" in ratios:
+        met["(a) with a rate limit it never reaches >= 0.95 x without"] = (
+            ratios["(a) rate limited / not"] >= 0.95
+        )
     cold = run.get("b_read_cold", {})
     if workers >= 2 and "rps" in cold:
         met["cold (b) >= 8,000 req/s, p99 < 10 ms"] = cold["rps"] >= 8000 and cold["p99_ms"] < 10

@@ -37,6 +37,7 @@ from tests.bench.cases import (
     create,
     grpc_unary,
     proxy,
+    rate_limited,
     read,
     sse,
     version,
@@ -50,6 +51,7 @@ from tests.bench.wrk import CONNECTIONS
 CASES: list[Case] = [
     *compared.CASES,
     *version.CASES,
+    *rate_limited.CASES,
     *read.CASES,
     *grpc_unary.CASES,
     *sse.CASES,

@@ -583,3 +583,12 @@ def test_conditional_requests_are_documented(doc):
     assert "If-Match" in _params(echo, "header")
     assert echo["responses"]["412"]["content"]["application/json"]
     assert "ETag" in doc["components"]["headers"]
+
+
+def test_rate_limits_are_documented_as_429_with_retry_after(doc):
+    for operation in (doc["paths"]["/v1/{name}"]["get"], doc["paths"]["/v1/things:echo"]["post"]):
+        assert operation["responses"]["429"] == {"$ref": "#/components/responses/TooManyRequests"}
+    too_many = doc["components"]["responses"]["TooManyRequests"]
+    assert too_many["headers"]["Retry-After"] == {"$ref": "#/components/headers/Retry-After"}
+    assert too_many["content"]["application/json"]["schema"]["$ref"].endswith("google.rpc.Status")
+    assert doc["components"]["headers"]["Retry-After"]["schema"]["type"] == "integer"

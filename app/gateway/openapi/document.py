@@ -25,6 +25,14 @@ from app.gateway.http_rules import (
     is_bound,
 )
 from app.gateway.idempotency import idempotency_parameter, is_mutating
+from app.gateway.openapi.http_semantics import (
+    CACHE_CONTROL_HEADER,
+    ETAG_HEADER,
+    RETRY_AFTER_HEADER,
+    conditional_parameters,
+    not_modified_response,
+    too_many_requests_response,
+)
 from app.gateway.openapi.paths import Paths, query_parameters
 from app.gateway.openapi.proto_comments import source_comments
 from app.gateway.openapi.rules import (
@@ -76,11 +84,20 @@ def openapi_document(
             operation = _operation(plan, operation_id, parameters, schemas, public_methods(method))
             paths.add(path, plan, operation)
     schemas.ref(message_descriptor(status_pb2.Status))  # the Error response's body
-    error, not_modified = _error_response(), _not_modified()
-    headers = {"ETag": _ETAG_HEADER, "Cache-Control": _CACHE_CONTROL_HEADER}
+    error, not_modified, too_many = (
+        _error_response(),
+        not_modified_response(),
+        too_many_requests_response(),
+    )
+    headers = {
+        "ETag": ETAG_HEADER,
+        "Cache-Control": CACHE_CONTROL_HEADER,
+        "Retry-After": RETRY_AFTER_HEADER,
+    }
     # Only the components an operation or a shared response reaches: a schema nothing refers
     # to is noise to a reader and a warning in linters (Redocly's no-unused-components).
-    components = reached(schemas.components, [paths.items, error, not_modified, headers])
+    shared = [paths.items, error, not_modified, too_many, headers]
+    components = reached(schemas.components, shared)
     return {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -94,7 +111,11 @@ def openapi_document(
         "paths": paths.items,
         "components": {
             "schemas": dict(sorted(components.items())),
-            "responses": {"Error": error, "NotModified": not_modified},
+            "responses": {
+                "Error": error,
+                "NotModified": not_modified,
+                "TooManyRequests": too_many,
+            },
             "headers": headers,
             "securitySchemes": {
                 SECURITY_SCHEME: {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
@@ -123,55 +144,6 @@ def _error_response() -> dict[str, Any]:
     return {
         "description": "The call failed: a google.rpc.Status with the mapped HTTP status.",
         "content": {JSON: {"schema": ref(STATUS)}},
-    }
-
-
-# HTTP's conditional requests, from the revisions servicers name in their ``etag`` metadata.
-_ETAG_HEADER = {
-    "description": (
-        "Where the reply holds stored objects: their revisions (one object: its revision; "
-        "several: the newest revision and how many). Send it back in If-None-Match to "
-        "revalidate, or in If-Match to make a write conditional."
-    ),
-    "schema": {"type": "string"},
-}
-_CACHE_CONTROL_HEADER = {
-    "description": "`no-cache` with an ETag: a client must revalidate before reusing the reply.",
-    "schema": {"type": "string"},
-}
-
-
-def _conditional_parameters() -> dict[str, Any]:
-    return {
-        "IfNoneMatch": {
-            "name": "If-None-Match",
-            "in": "header",
-            "required": False,
-            "description": (
-                "An ETag this reply had before: while it still holds, the answer is 304 Not "
-                "Modified with no body."
-            ),
-            "schema": {"type": "string"},
-        },
-        "IfMatch": {
-            "name": "If-Match",
-            "in": "header",
-            "required": False,
-            "description": (
-                "Where the call updates or deletes a stored object: the ETag it must still "
-                "have; otherwise 412 Precondition Failed (FAILED_PRECONDITION naming the "
-                "current revision) and nothing changes. Also taken as `if-match` metadata over "
-                "gRPC, Connect and gRPC-Web."
-            ),
-            "schema": {"type": "string"},
-        },
-    }
-
-
-def _not_modified() -> dict[str, Any]:
-    return {
-        "description": "Not Modified: the If-None-Match ETag still holds; no body.",
-        "headers": {"ETag": {"$ref": "#/components/headers/ETag"}},
     }
 
 
@@ -217,7 +189,7 @@ def _operation(
     request_body = _request_body(plan, schemas)
     if request_body is not None:
         operation["requestBody"] = request_body
-    headers = _conditional_parameters()
+    headers = conditional_parameters()
     conditional = [headers["IfNoneMatch"]]
     if plan.http_method != "GET":
         conditional.append(headers["IfMatch"])
@@ -230,6 +202,7 @@ def _operation(
     operation["responses"] = {
         "200": success,
         "304": {"$ref": "#/components/responses/NotModified"},
+        "429": {"$ref": "#/components/responses/TooManyRequests"},
         **{kind: {"$ref": "#/components/responses/Error"} for kind in ERROR_STATUSES},
     }
     if plan.http_method != "GET":

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 import grpc
 import pytest
 
 from gen.edgeproto import flavor_pb2, flavor_pb2_grpc
+from tests.gateway.wire import frame, frames
 from tests.harness import run, running
 from tests.services.edge.world import bearer, rest_api
 
@@ -137,5 +140,38 @@ def test_connect_writes_honour_if_match(tmp_path) -> None:
             assert flavor["vcpus"] in (1, "1")
             plain = await api.http.post(path, json=body, headers=headers)
             assert plain.status_code == 200, plain.text
+
+    run(scenario())
+
+
+def test_grpc_web_writes_honour_if_match(tmp_path) -> None:
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await rest_api(server)
+            await api.ok("/create/flavor", TINY)
+            shown = await api.http.post(
+                "/show/flavor", json={"key": TINY["key"]}, headers=api.headers
+            )
+            current = shown.headers["etag"]
+            path = "/edgeproto.FlavorApi/UpdateFlavor"
+            update = flavor_pb2.Flavor(key=flavor_pb2.FlavorKey(name="m1.tiny"), vcpus=3)
+            update.fields.append("4")
+            headers = {**api.headers, "content-type": "application/grpc-web+proto"}
+            body = frame(update.SerializeToString())
+            stale = await api.http.post(path, content=body, headers={**headers, "if-match": '"1"'})
+            ((flags, trailer),) = frames(stale.content)
+            assert flags == 0x80 and b"grpc-status: 9" in trailer  # FAILED_PRECONDITION
+            fields = dict(line.split(": ", 1) for line in trailer.decode().split("\r\n") if line)
+            # The message (percent-encoded, as gRPC says it) names the current revision.
+            assert current in urllib.parse.unquote(fields["grpc-message"])
+            [flavor] = await api.show("flavor", {"key": TINY["key"]})
+            assert flavor["vcpus"] in (1, "1")  # nothing changed
+            fresh = await api.http.post(
+                path, content=body, headers={**headers, "if-match": current}
+            )
+            *_, (end_flags, end) = frames(fresh.content)
+            assert end_flags == 0x80 and b"grpc-status: 0" in end, end
+            [flavor] = await api.show("flavor", {"key": TINY["key"]})
+            assert flavor["vcpus"] in (3, "3")
 
     run(scenario())

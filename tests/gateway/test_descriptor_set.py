@@ -18,7 +18,7 @@ from tests.harness import run
 REGISTRY = Registry.from_package("gen")
 
 
-async def _refuse_everyone(method: object, metadata: object) -> object:
+async def _refuse_everyone(method: object, metadata: object, peer: object) -> object:
     raise GatewayError(grpc.StatusCode.UNAUTHENTICATED, "no token")
 
 

@@ -32,6 +32,7 @@ from app.gateway.options import Peer
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import GatewayOptions, create_app
 from app.grpc_server.server import create_server, start, stop
+from app.grpc_server.standard import StandardServices
 from app.observe import local
 from app.observe.calls import Telemetry, note_user
 from app.observe.metrics import (
@@ -85,6 +86,7 @@ class Portico:
         self.streams = OpenStreams(settings.stream_heartbeat_seconds)
         self._replica_work: list[asyncio.Task[None]] = []
         self._grpc_drained: asyncio.Future[None] | None = None
+        self.standard = StandardServices(service.full_name for service in self.registry.services)
 
     async def start(self) -> None:
         """Open the store, make sure an admin exists, start background work and gRPC."""
@@ -134,7 +136,25 @@ class Portico:
         )
         # Both transports call the servicers behind the field rules' checks.
         servicers = checked_servicers(servicers)
-        self.http_app = create_app(self.registry, servicers, options, ready=self.store_reachable)
+        # gRPC's health and reflection: the HTTP port serves them too (native gRPC reaches them
+        # there), from the same servicers, so both ports report one status.
+        standard = self.standard
+        self.http_app = create_app(
+            self.registry + standard.registry,
+            {**servicers, **standard.servicers},
+            options,
+            ready=self.store_reachable,
+        )
+        if settings.grpc_listener:
+            await self._start_grpc(servicers, telemetry, idempotency)
+        else:
+            await standard.serving(self.servicers)
+
+    async def _start_grpc(
+        self, servicers: dict[str, object], telemetry: Telemetry, idempotency: StoredIdempotency
+    ) -> None:
+        """The grpc.aio server on its own port, over the same servicers, gate and streams."""
+        settings = self.settings
         address = f"{settings.grpc_host}:{settings.grpc_port}"
         try:
             self.grpc_server, self.grpc_port = create_server(
@@ -148,6 +168,7 @@ class Portico:
                 streams=self.streams,
                 telemetry=telemetry,
                 idempotency=idempotency,
+                standard=self.standard,
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None
@@ -249,9 +270,13 @@ class Portico:
         self.streams.close_all()
         if self._background is not None:
             self._background.cancel()  # stop() waits for it
-        if self.grpc_server is not None and self._grpc_drained is None:
+        if self._grpc_drained is None:
             grace = self.settings.shutdown_grace_seconds
-            self._grpc_drained = asyncio.ensure_future(stop(self.grpc_server, grace))
+            self._grpc_drained = asyncio.ensure_future(
+                self.standard.stopping()
+                if self.grpc_server is None
+                else stop(self.grpc_server, grace)
+            )
 
     async def stop(self) -> None:
         """Let in-flight gRPC calls finish, stop background work, then close the store."""
@@ -278,7 +303,9 @@ def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOption
         metrics_endpoint=settings.metrics and not settings.metrics_port,
         metrics_token=settings.metrics_token,
         # Workers are children of the process the user started.
-        server_pid=os.getppid() if settings.workers > 1 else os.getpid(),
+        server_pid=os.getppid()
+        if settings.workers > 1 or settings.server == "pyvoy"
+        else os.getpid(),
         **server_specific,
     )
 

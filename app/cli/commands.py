@@ -22,7 +22,7 @@ from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Role
 from app.observe.logs import audit_to_file, configure_logging
-from app.settings.config import ConfigurationError, Settings
+from app.settings.config import ConfigurationError, Settings, grpc_port_given
 from app.store import Account, ObjectStore, StoreError, make_private_folder
 
 AUDIT_LOG = "audit.log"  # in the data folder: what `portico users` changed, and who
@@ -62,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--grpc-port", type=int, help=_setting("gRPC port", "grpc_port"))
     serve.add_argument("--data-dir", type=Path, help=_setting("state folder", "data_dir"))
     serve.add_argument("--workers", type=int, help=_setting("server processes", "workers"))
+    serve.add_argument(
+        "--server",
+        choices=("uvicorn", "pyvoy"),
+        help=_setting("HTTP server; pyvoy also serves native gRPC on the HTTP port", "server"),
+    )
     serve.add_argument(
         "--tls-cert", help=_setting("PEM certificate chain for both ports", "tls_cert")
     )
@@ -232,7 +237,7 @@ def settings_from(args: argparse.Namespace, base: Settings) -> Settings:
     """``base`` with every flag that was given on the command line applied."""
     names = {f.name for f in dataclasses.fields(Settings)}
     given = {k: v for k, v in vars(args).items() if k in names and v is not None}
-    return dataclasses.replace(base, **given)
+    return dataclasses.replace(base, **grpc_port_given({"grpc_server": base.grpc_server, **given}))
 
 
 def _settings(args: argparse.Namespace) -> Settings:

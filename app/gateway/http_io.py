@@ -107,11 +107,12 @@ def metadata(headers: Headers, request_id: str) -> tuple[Metadata, float | None]
                 else:
                     found.append((name, value))
             elif key == "grpc-timeout":
-                deadline = time.monotonic() + _timeout_seconds(value)
+                deadline = time.monotonic() + timeout_seconds(value)
     return tuple(found), deadline
 
 
-def _timeout_seconds(value: str) -> float:
+def timeout_seconds(value: str) -> float:
+    """A ``grpc-timeout`` value (``10S``, ``500m``) in seconds; BadRequest if malformed."""
     unit = _TIMEOUT_UNITS.get(value[-1:])
     digits = value[:-1]
     if unit is None or not digits.isdigit() or len(digits) > 8:
@@ -240,9 +241,14 @@ async def start(
     request_id: str,
     context: GatewayContext | None,
     extra: tuple[tuple[str, str], ...] = (),
+    *,
+    trailers: bool = False,
 ) -> None:
+    """Start a reply; ``trailers`` announces HTTP trailers after the body (native gRPC)."""
     headers = _response_headers(content_type, request_id, context, extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers, "trailers": trailers}
+    )
 
 
 async def send_whole(

@@ -101,8 +101,9 @@ class Registry:
         files: Iterable[descriptor.FileDescriptor],
         only: Collection[str] | None = None,
     ) -> None:
+        self.files = tuple(files)
         services: dict[str, Service] = {}
-        for file in files:
+        for file in self.files:
             for service_desc in file.services_by_name.values():
                 if only is not None and service_desc.full_name not in only:
                     continue
@@ -112,6 +113,11 @@ class Registry:
         self.methods_by_path: dict[str, Method] = {
             m.grpc_path: m for s in self.services for m in s.methods
         }
+
+    def __add__(self, other: Registry) -> Registry:
+        """Both registries' services, this one's first."""
+        names = {service.full_name for service in (*self.services, *other.services)}
+        return Registry((*self.files, *other.files), only=names)
 
     def __iter__(self) -> Iterator[Method]:
         for service in self.services:

@@ -47,6 +47,11 @@ def _v1_pool() -> descriptor_pool.DescriptorPool:
     return pool
 
 
+def v1_file() -> descriptor.FileDescriptor:
+    """``grpc/reflection/v1/reflection.proto``, whose service answers as v1alpha's does."""
+    return _v1_pool().FindFileByName("grpc/reflection/v1/reflection.proto")
+
+
 class Reflection:
     """Answers reflection requests about ``service_names`` from the default descriptor pool."""
 

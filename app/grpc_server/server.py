@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2_grpc
 from grpc_status import rpc_status
 
 from app.gateway.admission import refuse_every_call
@@ -32,7 +32,7 @@ from app.gateway.options import Authenticate
 from app.gateway.registry import Method, Registry
 from app.grpc_server.context import IdentifiedContext
 from app.grpc_server.idempotency import run_once
-from app.grpc_server.reflection import Reflection
+from app.grpc_server.standard import StandardServices
 from app.observe.calls import UNMATCHED, Telemetry
 from app.observe.grpc_calls import observed, traced_servicer
 from app.settings import limits
@@ -42,7 +42,7 @@ log = logging.getLogger("portico.grpc")
 
 @dataclass(frozen=True)
 class _Health:
-    servicer: health.aio.HealthServicer
+    standard: StandardServices
     served: tuple[str, ...]  # the services reported SERVING once started
 
 
@@ -71,6 +71,7 @@ def create_server(
     streams: OpenStreams | None = None,
     telemetry: Telemetry | None = None,
     idempotency: Idempotency | None = None,
+    standard: StandardServices | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port.
@@ -79,7 +80,8 @@ def create_server(
     ``credentials`` serve TLS instead of plaintext. RuntimeError if the port cannot be bound.
     ``strict`` refuses enum numbers an enum does not define (``PORTICO_UNKNOWN_FIELDS=reject``);
     streaming calls register in ``streams``, which ends them with UNAVAILABLE on shutdown;
-    ``idempotency`` runs calls that carry an idempotency key at most once.
+    ``idempotency`` runs calls that carry an idempotency key at most once; ``standard`` are the
+    health and reflection services to serve (shared with the HTTP port's, where it serves them).
     """
     admission = _Admission(
         authenticate, strict, OpenStreams() if streams is None else streams, idempotency
@@ -106,10 +108,10 @@ def create_server(
         )
         if servicer is not None:
             served.append(service.full_name)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    registered = [service.full_name for service in registry.services]
-    server.add_generic_rpc_handlers(Reflection((*registered, health.SERVICE_NAME)).handlers())
+    if standard is None:
+        standard = StandardServices(service.full_name for service in registry.services)
+    health_pb2_grpc.add_HealthServicer_to_server(standard.health, server)
+    server.add_generic_rpc_handlers(standard.reflection.handlers())
     # Last: what no handler above serves is answered (and counted) here, as REST counts paths
     # no binding matches, instead of by grpc's own UNIMPLEMENTED, which no metric sees.
     server.add_generic_rpc_handlers((_Unmatched(telemetry or Telemetry()),))
@@ -117,7 +119,7 @@ def create_server(
         port = server.add_insecure_port(address)
     else:
         port = server.add_secure_port(address, credentials)
-    _HEALTH[server] = _Health(health_servicer, tuple(served))
+    _HEALTH[server] = _Health(standard, tuple(served))
     return server, port
 
 
@@ -125,13 +127,12 @@ async def start(server: grpc.aio.Server) -> None:
     """Start serving and report every service (and the server as a whole) SERVING."""
     await server.start()
     state = _HEALTH[server]
-    for name in ("", *state.served):
-        await state.servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    await state.standard.serving(state.served)
 
 
 async def stop(server: grpc.aio.Server, grace: float = 5.0) -> None:
     """Report NOT_SERVING, then let in-flight calls finish for up to ``grace`` seconds."""
-    await _HEALTH[server].servicer.enter_graceful_shutdown()
+    await _HEALTH[server].standard.stopping()
     await server.stop(grace)
 
 

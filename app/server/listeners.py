@@ -82,10 +82,10 @@ def claimed_ports(settings: Settings) -> Iterator[None]:
     AddressUnusable for a host this machine cannot listen on (checked before anything starts)."""
     held: list[socket.socket] = []
     try:
-        for transport, host, port in (
-            ("HTTP", settings.http_host, settings.http_port),
-            ("gRPC", settings.grpc_host, settings.grpc_port),
-        ):
+        ports = [("HTTP", settings.http_host, settings.http_port)]
+        if settings.grpc_listener:
+            ports.append(("gRPC", settings.grpc_host, settings.grpc_port))
+        for transport, host, port in ports:
             held.extend(_claim(transport, host, port))
         yield
     finally:

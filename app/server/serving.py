@@ -224,6 +224,9 @@ def serve(settings: Settings) -> None:
     try:
         check_tls_files(settings)
         with claimed_ports(settings):
+            if settings.server == "pyvoy":
+                serve_on_pyvoy(settings)
+                return
             serve_metrics_apart(settings)
             if settings.workers > 1:
                 run_workers(settings)
@@ -231,6 +234,22 @@ def serve(settings: Settings) -> None:
                 run_event_loop(run(settings))
     except STARTUP_REFUSALS as exc:
         raise SystemExit(f"portico: {exc}") from None
+
+
+def serve_on_pyvoy(settings: Settings) -> None:
+    """The workers are Envoy processes (:mod:`app.server.pyvoy_server`): a port 0 is picked
+    here once for all, and their metrics add up in a shared folder wherever they are read."""
+    from app.server.pyvoy_server import serve_pyvoy
+
+    settings, reserved = _pick_free_ports(settings)
+    if settings.workers > 1 or settings.metrics_port:
+        _multiprocess_metrics(settings)
+    serve_metrics_apart(settings)
+    try:
+        serve_pyvoy(settings)
+    finally:
+        for sock in reserved:
+            sock.close()
 
 
 def serve_metrics_apart(settings: Settings) -> None:

@@ -69,6 +69,12 @@ class Settings:
     data_dir: Path = Path("./data")
     # Server processes sharing the ports (and the database); background work runs on one.
     workers: int = _rule(1, between(1, 64))
+    # The HTTP server: uvicorn (HTTP/1.1), or pyvoy (Envoy's HTTP/1.1 and HTTP/2, which also
+    # serves native gRPC on the HTTP port).
+    server: str = _rule("uvicorn", one_of("uvicorn", "pyvoy"))
+    # The separate grpc.aio port: "auto" serves it under uvicorn and not under pyvoy (whose HTTP
+    # port serves gRPC), unless a gRPC port is given; "on" and "off" say so whatever the server.
+    grpc_server: str = _rule("auto", one_of("auto", "on", "off"))
     # One log line per HTTP request; off by default, as it costs more than a small call.
     access_log: bool = False
     # One structured line per RPC call on either transport (logger ``portico.requests``).
@@ -200,6 +206,13 @@ class Settings:
         return default, methods
 
     @property
+    def grpc_listener(self) -> bool:
+        """Whether the grpc.aio server listens on its own port."""
+        if self.grpc_server == "auto":
+            return self.server == "uvicorn"
+        return self.grpc_server == "on"
+
+    @property
     def tls(self) -> bool:
         """Whether both transports serve TLS."""
         return bool(self.tls_cert)
@@ -214,7 +227,31 @@ class Settings:
             raw = environ.get(variable(f.name))
             if raw is not None:
                 values[f.name] = _parse(f.name, raw, getattr(defaults, f.name))
-        return cls(**values)
+        return cls(**grpc_port_given(values))
+
+    def environment(self) -> dict[str, str]:
+        """Every setting as the ``PORTICO_*`` variable :meth:`from_env` reads it back from (a
+        server process started by another one is configured this way)."""
+        found = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, tuple):
+                text = ",".join(value)
+            else:
+                text = str(value)
+            found[variable(f.name)] = text
+        # Resolved: "auto" would read a gRPC port given as asking for the grpc.aio server.
+        found[variable("grpc_server")] = "on" if self.grpc_listener else "off"
+        return found
+
+
+def grpc_port_given(values: dict[str, Any]) -> dict[str, Any]:
+    """A gRPC port given turns the grpc.aio server on where "auto" would leave it off."""
+    if "grpc_port" in values and values.get("grpc_server", "auto") == "auto":
+        return {**values, "grpc_server": "on"}
+    return values
 
 
 def variable(name: str) -> str:
@@ -223,8 +260,8 @@ def variable(name: str) -> str:
 
 
 # PORTICO_* variables that are no setting of serve or proxy but are read by other parts: an
-# image build's (app/services/kaas/build.py), the client commands', the node agent's and the
-# test suite's.
+# image build's (app/services/kaas/build.py), the client commands', the node agent's, the pyvoy
+# workers' and the test suite's.
 OTHER_VARIABLES = frozenset(
     {
         "PORTICO_BUILD_DATE",
@@ -242,6 +279,8 @@ OTHER_VARIABLES = frozenset(
         "PORTICO_TEST_DATABASE_URL",
         "PORTICO_SHARED_DIR",
         "PORTICO_SCREENSHOTS",
+        # `serve --server pyvoy`: the supervisor's socket, set for the Envoy processes it starts.
+        "PORTICO_SUPERVISOR",
     }
 )
 

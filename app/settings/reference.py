@@ -24,6 +24,14 @@ MEANINGS: dict[str, str] = {
         "state folder (the SQLite database, the generated JWT secret; `node-certs/` of `portico "
         "node-agent`)"
     ),
+    "server": (
+        "the HTTP server: `uvicorn` (HTTP/1.1), or `pyvoy` (Envoy's HTTP/1.1 and HTTP/2; its HTTP "
+        "port also serves native gRPC, so one port serves every protocol)"
+    ),
+    "grpc_server": (
+        "the separate grpc.aio port: `auto` serves it under uvicorn, and under pyvoy only when a "
+        "gRPC port is given; `on` or `off` whatever the server"
+    ),
     "workers": (
         "server processes sharing both ports and the store (1-64); background work runs on one of"
         " them"

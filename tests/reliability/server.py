@@ -111,26 +111,32 @@ def start_server(
     env: Mapping[str, str] = {},
     args: tuple[str, ...] = (),
     scheme: str = "http",
+    server: str = "uvicorn",
 ) -> Server:
-    """Start ``portico serve`` (not waiting for it); its output goes to a file in ``data_dir``'s
-    parent."""
+    """Start ``portico serve`` (not waiting for it) on the HTTP ``server`` (under pyvoy, gRPC
+    is served on the HTTP port, which ``grpc_port`` then names); its output goes to a file in
+    ``data_dir``'s parent."""
     picked = not http_port and not grpc_port
 
     def again() -> Server:
-        return start_server(data_dir, env=env, args=args, scheme=scheme)
+        return start_server(data_dir, env=env, args=args, scheme=scheme, server=server)
 
     http_port = http_port or free_port()
-    grpc_port = grpc_port or free_port()
-    log_path = data_dir.parent / f"{data_dir.name}-{http_port}.log"
     settings = {
         "PORTICO_DATA_DIR": str(data_dir),
         "PORTICO_HTTP_PORT": str(http_port),
-        "PORTICO_GRPC_PORT": str(grpc_port),
+        "PORTICO_SERVER": server,
         "PORTICO_ADMIN_PASSWORD": ADMIN_PASSWORD,
         "PORTICO_PASSWORD_HASH_COST": "16",
         "PORTICO_SIM_NODES": "0",
-        **env,
     }
+    if server == "pyvoy" and not grpc_port:
+        grpc_port = http_port  # one port for every protocol
+    else:
+        grpc_port = grpc_port or free_port()
+        settings["PORTICO_GRPC_PORT"] = str(grpc_port)
+    settings.update(env)
+    log_path = data_dir.parent / f"{data_dir.name}-{http_port}.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "app", "serve", *args],

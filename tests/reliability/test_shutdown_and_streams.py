@@ -51,8 +51,14 @@ async def _forever(requests: asyncio.Queue[notice_pb2.Notice]) -> AsyncIterator[
         yield await requests.get()
 
 
-def test_sigterm_ends_open_streams_on_both_transports_and_exits_0(tmp_path: Path) -> None:
-    server = start_server(tmp_path / "data", env={"PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE)})
+def test_sigterm_ends_open_streams_on_both_transports_and_exits_0(
+    tmp_path: Path, http_server: str
+) -> None:
+    server = start_server(
+        tmp_path / "data",
+        env={"PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE)},
+        server=http_server,
+    )
     process = server.process
 
     async def scenario() -> float:

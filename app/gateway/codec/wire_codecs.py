@@ -15,7 +15,9 @@ from app.gateway.codec.json_mapping import load_json, parse_into
 from app.gateway.codec.transcoding import Transcoder
 from app.gateway.errors import BadRequest
 from app.gateway.http_rules import BindingPlan
+from app.gateway.message_checks import request_violations
 from app.gateway.registry import Method
+from app.settings import limits
 
 
 class WireCodec(Protocol):
@@ -31,7 +33,13 @@ class WireCodec(Protocol):
 
 
 class ProtoCodec:
+    """Binary protobuf; each request passes the checks the gRPC port's requests pass
+    (:mod:`app.gateway.message_checks`), ``strict`` refusing enum numbers no enum defines."""
+
     name = "proto"
+
+    def __init__(self, strict: bool = True) -> None:
+        self.strict = strict
 
     def decode(self, data: bytes, method: Method, what: str = "request message") -> Message:
         request = method.input_type()
@@ -41,6 +49,9 @@ class ProtoCodec:
             request.ParseFromString(data)
         except (DecodeError, RecursionError) as exc:
             raise BadRequest(f"{what} is not a valid {method.input_type.__name__}: {exc}") from exc
+        found = request_violations(request, self.strict)
+        if found:
+            raise BadRequest(limits.summary(found), found)
         return request
 
     def encode(self, plan: BindingPlan, reply: Message) -> bytes:

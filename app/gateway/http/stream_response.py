@@ -129,9 +129,10 @@ class StreamResponse:
         await http_io.start(
             self._send, 200, framing.content_type, self._request_id, self._context, extra
         )
-        if framing.opening:
-            opening = self._encoded(framing.opening)
-            await self._send({"type": "http.response.body", "body": opening, "more_body": True})
+        # An empty body without an opening: a server holding the head until the body's first
+        # bytes (pyvoy's Envoy does) would keep it until the first reply or keepalive.
+        opening = self._encoded(framing.opening) if framing.opening else b""
+        await self._send({"type": "http.response.body", "body": opening, "more_body": True})
         self._stream.sent()
         self._stream.beat = self._keepalive
 

@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
 from app.gateway.codec.transcoding import query_pairs
-from app.gateway.codec.wire_codecs import PROTO, JsonCodec, WireCodec
+from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
@@ -30,7 +30,7 @@ from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call, unary_reply
 from app.gateway.open_streams import shutting_down
-from app.gateway.protocols.enveloped import begin_observation, serve_enveloped
+from app.gateway.protocols.enveloped import LastFrameWire, begin_observation, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
 from app.gateway.stages import Stages
 from app.observe.calls import Observation
@@ -66,16 +66,17 @@ def error_dict(error: GatewayError) -> dict[str, object]:
 class ConnectFlow:
     """Serves one RPC's plan in the Connect protocol."""
 
-    def __init__(self, stages: Stages, json_codec: JsonCodec) -> None:
+    def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
         self.stages = stages
+        self.proto = proto
         self.json = json_codec
         # By the exact content type, as clients send it.
         self._unary_codecs: dict[bytes, WireCodec] = {
-            _UNARY_TYPES[codec.name]: codec for codec in (PROTO, json_codec)
+            _UNARY_TYPES[codec.name]: codec for codec in (proto, json_codec)
         }
 
     def codec_for(self, name: str) -> WireCodec | None:
-        return PROTO if name == "proto" else self.json if name == "json" else None
+        return self.proto if name == "proto" else self.json if name == "json" else None
 
     async def __call__(
         self,
@@ -219,7 +220,7 @@ class ConnectFlow:
         return codec, gunzip(body, limit) if encoding == "gzip" else body
 
 
-class ConnectStreamWire:
+class ConnectStreamWire(LastFrameWire):
     """Connect's stream frames: message envelopes, then an end-stream JSON envelope.
 
     A client that sends ``connect-accept-encoding: gzip`` gets the stream marked

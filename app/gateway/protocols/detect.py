@@ -1,9 +1,10 @@
-"""Which protocol a request to an RPC's path speaks: REST, Connect or gRPC-Web.
+"""Which protocol a request to an RPC's path speaks: REST, Connect, gRPC-Web or native gRPC.
 
 Every RPC has the canonical path ``/package.Service/Method``, and the same path below the RPC
 prefix (``/api`` by default, as connect-go servers were mounted). There:
 
-- ``application/grpc-web*`` is gRPC-Web;
+- ``application/grpc-web*`` is gRPC-Web; ``application/grpc`` (``+proto``, ``+json``) is
+  native gRPC, which also answers a method nobody serves (UNIMPLEMENTED, as a gRPC server does);
 - below the prefix, everything else is Connect;
 - on the bare canonical path, Connect's own content types (``application/proto``,
   ``application/connect+*``), a ``Connect-Protocol-Version`` header, or a ``GET`` of a method
@@ -19,10 +20,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.codec.transcoding import Transcoder
-from app.gateway.codec.wire_codecs import JsonCodec
+from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec
 from app.gateway.http_rules import BindingPlan
 from app.gateway.protocols.connect import ConnectFlow
 from app.gateway.protocols.grpc_web import CONTENT_TYPE_PREFIX, GrpcWebFlow
+from app.gateway.protocols.native_grpc import NativeGrpcFlow, is_native_grpc, unmatched
 from app.gateway.stages import Stages
 
 _GRPC_WEB = CONTENT_TYPE_PREFIX.encode()
@@ -41,8 +43,12 @@ class ProtocolSwitch:
         # Connect and gRPC-Web JSON names fields as protojson does, whatever REST emits.
         options = JsonOptions(proto_names=False, ignore_unknown=stages.options.json.ignore_unknown)
         codec = JsonCodec(Transcoder(options))
-        self.connect = ConnectFlow(stages, codec)
-        self.grpc_web = GrpcWebFlow(stages, codec)
+        # Binary requests pass the gRPC port's checks; enum numbers as unknown fields are.
+        proto = ProtoCodec(strict=not options.ignore_unknown)
+        self.connect = ConnectFlow(stages, proto, codec)
+        self.grpc_web = GrpcWebFlow(stages, proto, codec)
+        self.grpc = NativeGrpcFlow(stages, proto, codec)
+        self.telemetry = stages.options.telemetry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
@@ -51,13 +57,15 @@ class ProtocolSwitch:
         if plan is None:
             plan = self._prefixed.get(path)
             if plan is None:
-                await self.rest(scope, receive, send)
+                await self._no_rpc(scope, receive, send)
                 return
             prefixed = True
         # By name, as the flows read them too (the last of a repeated header counts).
         headers = dict(scope["headers"])
         content_type = headers.get(b"content-type", b"").lower()
-        if content_type.startswith(_GRPC_WEB):
+        if is_native_grpc(content_type):
+            await self.grpc(plan, scope, headers, receive, send)
+        elif content_type.startswith(_GRPC_WEB):
             await self.grpc_web(plan, scope, headers, receive, send)
         elif (
             prefixed
@@ -68,6 +76,16 @@ class ProtocolSwitch:
             await self.connect(plan, scope, headers, receive, send)
         else:
             await self.rest(scope, receive, send)
+
+    async def _no_rpc(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A path no RPC has: REST's routes decide, but a gRPC client hears gRPC's answer."""
+        path = scope["path"]
+        if scope["method"] == "POST" and path.count("/") == 2:  # like /package.Service/Method
+            headers = dict(scope["headers"])
+            if is_native_grpc(headers.get(b"content-type", b"").lower()):
+                await unmatched(self.telemetry, path, headers, send)
+                return
+        await self.rest(scope, receive, send)
 
 
 def _get(scope: Scope, plan: BindingPlan) -> bool:

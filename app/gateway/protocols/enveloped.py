@@ -1,8 +1,10 @@
-"""The flow of an RPC whose messages travel in envelopes: Connect streams and gRPC-Web.
+"""The flow of an RPC whose messages travel in envelopes: Connect streams, gRPC-Web and native
+gRPC streams.
 
-Both protocols read request envelopes, answer ``200`` at once with reply envelopes and end with
-a frame that carries the status: only the frames differ, so each protocol hands this flow an
-:class:`EnvelopeWire` and the flow runs gate → invoker exactly as the REST flow does.
+The protocols read request envelopes, answer ``200`` at once with reply envelopes and end with
+a frame (in native gRPC, HTTP trailers) that carries the status: only the frames differ, so each
+protocol hands this flow an :class:`EnvelopeWire` and the flow runs gate → invoker exactly as the
+REST flow does.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class EnvelopeWire(Protocol):
     codec: WireCodec
     # The request's compression for flagged envelopes ("" or "identity": none may be flagged).
     request_encoding: str
+    # Whether the status goes in HTTP trailers (native gRPC) instead of a last frame.
+    trailers: bool
 
     def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
         """The body as envelope bytes (gRPC-Web text decodes base64 here)."""
@@ -48,8 +52,25 @@ class EnvelopeWire(Protocol):
         ...
 
     def end(self, error: GatewayError | None, context: GatewayContext) -> bytes:
-        """The final frame: the status and trailing metadata, as sent."""
+        """The final frame: the status and trailing metadata, as sent (empty with trailers)."""
         ...
+
+    def end_trailers(
+        self, error: GatewayError | None, context: GatewayContext
+    ) -> list[tuple[bytes, bytes]]:
+        """The HTTP trailers after the final frame (none but with ``trailers``)."""
+        ...
+
+
+class LastFrameWire:
+    """What the protocols that end with a frame in the body (Connect, gRPC-Web) share."""
+
+    trailers = False
+
+    def end_trailers(
+        self, error: GatewayError | None, context: GatewayContext
+    ) -> list[tuple[bytes, bytes]]:
+        return []
 
 
 async def serve_enveloped(
@@ -69,8 +90,10 @@ async def _run(
     try:
         stream = streams.enter()  # counted, so a graceful shutdown ends it
     except GatewayError as exc:
-        await http_io.start(send, 200, wire.content_type, call.request_id, None)
-        await send({"type": "http.response.body", "body": wire.end(exc, context)})
+        await http_io.start(
+            send, 200, wire.content_type, call.request_id, None, trailers=wire.trailers
+        )
+        await send_end(wire, send, exc, context)
         return exc.code.name, 200
     pump = http_io.pump_cancelling_on_disconnect(receive, context)
     method = call.method
@@ -80,7 +103,9 @@ async def _run(
         started = True
         context.headers_sent = True
         extra = wire.headers(context)
-        await http_io.start(send, 200, wire.content_type, call.request_id, None, extra)
+        await http_io.start(
+            send, 200, wire.content_type, call.request_id, None, extra, trailers=wire.trailers
+        )
 
     error: GatewayError | None = None
     try:
@@ -115,8 +140,17 @@ async def _run(
         streams.leave(stream)
     if not started:
         await start()
-    await send({"type": "http.response.body", "body": wire.end(error, context)})
+    await send_end(wire, send, error, context)
     return None if error is None else (error.code.name, 200)
+
+
+async def send_end(
+    wire: EnvelopeWire, send: Send, error: GatewayError | None, context: GatewayContext
+) -> None:
+    """The call's status: the last frame of the body, then the trailers where the wire has any."""
+    await send({"type": "http.response.body", "body": wire.end(error, context)})
+    if wire.trailers:
+        await send({"type": "http.response.trailers", "headers": wire.end_trailers(error, context)})
 
 
 async def _messages(

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
-from app.gateway.codec.wire_codecs import PROTO, JsonCodec, WireCodec
+from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import (
     STATUS_DETAILS_KEY,
@@ -26,7 +26,7 @@ from app.gateway.errors import (
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import new_call
-from app.gateway.protocols.enveloped import begin_observation, serve_enveloped
+from app.gateway.protocols.enveloped import LastFrameWire, begin_observation, serve_enveloped
 from app.gateway.protocols.envelopes import base64_chunks, envelope
 from app.gateway.stages import Stages
 from app.observe.calls import Observation
@@ -40,8 +40,9 @@ _ENCODINGS = ("", "identity", "gzip")
 class GrpcWebFlow:
     """Serves one RPC's plan in gRPC-Web."""
 
-    def __init__(self, stages: Stages, json_codec: JsonCodec) -> None:
+    def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
         self.stages = stages
+        self.proto = proto
         self.json = json_codec
 
     async def __call__(
@@ -56,7 +57,7 @@ class GrpcWebFlow:
         request_id = http_io.request_id(headers)
         mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
         text = mime.startswith(_TEXT)
-        wire = GrpcWebWire(mime, PROTO, text, headers)
+        wire = GrpcWebWire(mime, self.proto, text, headers)
         observation = begin_observation(self.stages, "grpc-web", plan, headers, request_id)
         flow = self._serve(plan, scope, headers, wire, observation, receive, send)
         await http_io.observed(observation, flow)
@@ -89,13 +90,13 @@ class GrpcWebFlow:
     def _codec(self, mime: str) -> WireCodec:
         subtype = mime.removeprefix(_TEXT if mime.startswith(_TEXT) else CONTENT_TYPE_PREFIX)
         if subtype in ("", "+proto"):
-            return PROTO
+            return self.proto
         if subtype == "+json":
             return self.json
         raise unsupported_media_type(mime, "application/grpc-web+proto or +json")
 
 
-class GrpcWebWire:
+class GrpcWebWire(LastFrameWire):
     """gRPC-Web's frames for one call; in text mode, one base64 stream across all frames."""
 
     def __init__(self, mime: str, codec: WireCodec, text: bool, headers: http_io.Headers) -> None:

@@ -1,0 +1,330 @@
+"""Native gRPC (github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md) over the same routes,
+gate, codec and invoker: binary envelopes in and out, the status in HTTP/2 trailers.
+
+It needs a server that speaks HTTP/2 and sends trailers (ASGI's ``http.response.trailers``
+extension): pyvoy does, uvicorn does not, and there a gRPC request is answered UNIMPLEMENTED
+naming the gRPC port instead. Every header but HTTP's and gRPC's own is metadata, ``-bin`` values
+in base64, as a grpc server passes them to its servicers. A unary call reads its one envelope
+whole and answers in three ASGI events; streams run the enveloped flow every protocol shares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import time
+from collections.abc import AsyncIterator
+from urllib.parse import quote
+
+import grpc
+from google.protobuf.message import Message
+from starlette.types import Receive, Scope, Send
+
+from app.gateway import http_io
+from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
+from app.gateway.context import GatewayContext, Metadata
+from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError
+from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
+from app.gateway.http.compression import gzip_bytes
+from app.gateway.http_io import Ended, metadata_headers
+from app.gateway.http_rules import BindingPlan
+from app.gateway.invoker import Call, admit, unary_reply
+from app.gateway.open_streams import shutting_down
+from app.gateway.protocols.enveloped import begin_observation, serve_enveloped
+from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
+from app.gateway.stages import Stages
+from app.observe.calls import UNMATCHED, Observation, Telemetry
+
+CONTENT_TYPE = b"application/grpc"
+TRAILERS_EXTENSION = "http.response.trailers"
+# What a request may compress with, and what this server says it accepts.
+_ENCODINGS = ("", "identity", "gzip")
+_ACCEPT_ENCODING = (b"grpc-accept-encoding", b"gzip")
+# HTTP's own headers and gRPC's reserved ones: never metadata (PROTOCOL-HTTP2.md).
+_NOT_METADATA = frozenset(
+    {
+        b"content-type",
+        b"content-length",
+        b"te",
+        b"host",
+        b"connection",
+        b"keep-alive",
+        b"transfer-encoding",
+        b"upgrade",
+        b"accept-encoding",
+        b"x-request-id",
+    }
+)
+
+
+def is_native_grpc(content_type: bytes) -> bool:
+    """``application/grpc``, ``application/grpc+proto|+json`` (not gRPC-Web's types)."""
+    return content_type.startswith(CONTENT_TYPE) and content_type[16:17] in (b"", b"+", b";")
+
+
+class NativeGrpcFlow:
+    """Serves one RPC's plan in native gRPC."""
+
+    def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
+        self.stages = stages
+        self.proto = proto
+        self.json = json_codec
+
+    async def __call__(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Serve one call; ``headers`` are the request's by name."""
+        request_id = http_io.request_id(headers)
+        observation = begin_observation(self.stages, "grpc", plan, headers, request_id)
+        if TRAILERS_EXTENSION not in scope.get("extensions", ()):
+            flow = _without_trailers(send, request_id)
+        elif plan.method.kind == "unary":
+            flow = self._unary(plan, scope, headers, request_id, observation, receive, send)
+        else:
+            flow = self._stream(plan, scope, headers, request_id, observation, receive, send)
+        await http_io.observed(observation, flow)
+
+    async def _unary(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        request_id: str,
+        observation: Observation,
+        receive: Receive,
+        send: Send,
+    ) -> Ended:
+        context: GatewayContext | None = None
+        options = self.stages.options
+        try:
+            wire = GrpcWire(self._codec(headers), headers)
+            call = grpc_call(plan, headers, request_id, scope, observation)
+            context = call.context
+            # Who is calling is settled first: an anonymous caller learns nothing from its input.
+            await admit(call, options.authenticate)
+            limit = options.max_body_bytes
+            body = await http_io.read_body(
+                receive, headers, limit + _ENVELOPE_HEADER, options.body_timeout_seconds
+            )
+            request = wire.only_message(body, plan, limit)
+            watch = options.cancel_unary_on_disconnect
+            reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
+            payload = wire.message(wire.codec.encode(plan, reply))
+        except GatewayError as exc:
+            await send_status_only(send, exc, request_id, context)
+            return exc.code.name, 200
+        except asyncio.CancelledError:
+            # The grace for calls in flight has ended: answered as REST's are (see dispatch).
+            if not options.streams.call_ended_by_shutdown():
+                raise
+            if context is not None:
+                context.cancel()
+            error = shutting_down()
+            await send_status_only(send, error, request_id, context)
+            return error.code.name, 200
+        await http_io.start(
+            send, 200, wire.content_type, request_id, None, wire.headers(context), trailers=True
+        )
+        await send({"type": "http.response.body", "body": payload})
+        await send({"type": "http.response.trailers", "headers": trailers(None, context)})
+        return None
+
+    async def _stream(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        request_id: str,
+        observation: Observation,
+        receive: Receive,
+        send: Send,
+    ) -> Ended:
+        try:
+            wire = GrpcWire(self._codec(headers), headers)
+            call = grpc_call(plan, headers, request_id, scope, observation)
+        except GatewayError as exc:
+            await send_status_only(send, exc, request_id, None)
+            return exc.code.name, 200
+        return await serve_enveloped(self.stages, plan, call, wire, receive, send)
+
+    def _codec(self, headers: http_io.Headers) -> WireCodec:
+        subtype = headers.get(b"content-type", b"")[16:].split(b";", 1)[0].strip().lower()
+        if subtype in (b"", b"+proto"):
+            return self.proto
+        if subtype == b"+json":
+            return self.json
+        raise GatewayError(
+            grpc.StatusCode.UNIMPLEMENTED,
+            f"content type application/grpc{subtype.decode('latin-1')} is not served; "
+            "allowed: application/grpc, application/grpc+proto, application/grpc+json",
+        )
+
+
+_ENVELOPE_HEADER = 5
+
+
+class GrpcWire:
+    """gRPC's frames for one call: envelopes in the body, the status in the trailers.
+
+    A client that compressed its request with gzip gets its replies compressed the same way
+    (as grpc servers answer), each message of at least :data:`COMPRESS_MIN_BYTES`."""
+
+    trailers = True
+
+    def __init__(self, codec: WireCodec, headers: http_io.Headers) -> None:
+        self.codec = codec
+        self.content_type = CONTENT_TYPE if codec.name == "proto" else CONTENT_TYPE + b"+json"
+        self.request_encoding = headers.get(b"grpc-encoding", b"").decode("latin-1")
+        if self.request_encoding not in _ENCODINGS:
+            raise GatewayError(
+                grpc.StatusCode.UNIMPLEMENTED,
+                f"grpc-encoding {self.request_encoding!r} is not supported; use gzip or identity",
+            )
+        self.compress = self.request_encoding == "gzip"
+
+    def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
+        return chunks
+
+    def headers(self, context: GatewayContext | None) -> tuple[tuple[str, str], ...]:
+        extra: tuple[tuple[str, str], ...] = (("grpc-accept-encoding", "gzip"),)
+        if self.compress:
+            extra += (("grpc-encoding", "gzip"),)
+        if context is None or not context.initial_metadata:
+            return extra
+        return extra + metadata_headers(context.initial_metadata)
+
+    def message(self, payload: bytes) -> bytes:
+        if self.compress and len(payload) >= COMPRESS_MIN_BYTES:
+            return envelope(COMPRESSED, gzip_bytes(payload))
+        return envelope(0, payload)
+
+    def end(self, error: GatewayError | None, context: GatewayContext) -> bytes:
+        return b""  # nothing in the body: the status goes in the trailers
+
+    def end_trailers(
+        self, error: GatewayError | None, context: GatewayContext
+    ) -> list[tuple[bytes, bytes]]:
+        return trailers(error, context)
+
+    def only_message(self, body: bytes, plan: BindingPlan, limit: int) -> Message:
+        """The one request message of a unary call, from its whole body."""
+        if len(body) < _ENVELOPE_HEADER:
+            raise BadRequest("the request has no message; this method takes exactly one")
+        flags = body[0]
+        length = int.from_bytes(body[1:_ENVELOPE_HEADER], "big")
+        if len(body) != _ENVELOPE_HEADER + length:
+            raise BadRequest(
+                "the request is not exactly one message; this method takes one"
+                if len(body) > _ENVELOPE_HEADER + length
+                else "the request ends inside its message"
+            )
+        payload = body[_ENVELOPE_HEADER:]
+        if flags & ~COMPRESSED:
+            raise BadRequest(f"request message has unknown flags {flags:#04x}")
+        if flags & COMPRESSED:
+            if self.request_encoding != "gzip":
+                raise BadRequest("the request message is compressed, but grpc-encoding names none")
+            payload = gunzip(payload, limit)
+        return self.codec.decode(payload, plan.method)
+
+
+def grpc_call(
+    plan: BindingPlan,
+    headers: http_io.Headers,
+    request_id: str,
+    scope: Scope,
+    observation: Observation,
+) -> Call:
+    """The call for a gRPC request: every custom header is metadata; ``grpc-timeout`` the
+    deadline."""
+    metadata, deadline = grpc_metadata(headers, request_id)
+    context = GatewayContext(metadata, scope.get("client"), deadline)
+    return Call(plan.method, request_id, headers, context, observation)
+
+
+def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, float | None]:
+    found: list[tuple[str, str | bytes]] = [("x-request-id", request_id)]
+    deadline = None
+    for raw_key, raw_value in headers.items():
+        if raw_key in _NOT_METADATA or raw_key.startswith(b":"):
+            continue
+        if raw_key.startswith(b"grpc-"):
+            if raw_key == b"grpc-timeout":
+                value = raw_value.decode("latin-1")
+                deadline = time.monotonic() + http_io.timeout_seconds(value)
+            continue  # grpc-encoding and the like are the transport's, not the caller's
+        key = raw_key.decode("latin-1")
+        if key.endswith("-bin"):
+            try:
+                found.append((key, base64.b64decode(raw_value + b"=" * (-len(raw_value) % 4))))
+            except binascii.Error as exc:
+                raise BadRequest(f"metadata {key} is not base64", [(key, "not base64")]) from exc
+        else:
+            found.append((key, raw_value.decode("latin-1")))
+    return tuple(found), deadline
+
+
+def trailers(
+    error: GatewayError | None, context: GatewayContext | None
+) -> list[tuple[bytes, bytes]]:
+    """The status (and trailing metadata) as gRPC's trailers."""
+    if error is None:
+        block = [(b"grpc-status", b"0")]
+    else:
+        block = [
+            (b"grpc-status", str(error.code.value[0]).encode()),
+            (b"grpc-message", quote(error.message, safe=" ").encode()),
+        ]
+        if error.details:
+            status = base64.b64encode(error.status().SerializeToString()).rstrip(b"=")
+            block.append((STATUS_DETAILS_KEY.encode(), status))
+    if context is not None and context.trailing_metadata_sent:
+        block += [
+            (key.encode("latin-1"), value.encode("latin-1"))
+            for key, value in metadata_headers(context.trailing_metadata_sent)
+        ]
+    return block
+
+
+async def send_status_only(
+    send: Send, error: GatewayError, request_id: str, context: GatewayContext | None
+) -> None:
+    """Trailers-Only: a call that ends before any message is one block of headers that carries
+    the status (and whatever metadata the servicer set)."""
+    headers = [
+        (b"content-type", CONTENT_TYPE),
+        (b"x-request-id", request_id.encode("latin-1")),
+        _ACCEPT_ENCODING,
+    ]
+    if context is not None and context.initial_metadata:
+        headers += [
+            (key.encode("latin-1"), value.encode("latin-1"))
+            for key, value in metadata_headers(context.initial_metadata)
+        ]
+    headers += trailers(error, context)
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _without_trailers(send: Send, request_id: str) -> Ended:
+    error = GatewayError(
+        grpc.StatusCode.UNIMPLEMENTED,
+        "native gRPC needs HTTP/2 with trailers, which this server does not send: call the gRPC "
+        "port, or run portico serve --server pyvoy",
+    )
+    await send_status_only(send, error, request_id, None)
+    return error.code.name, 200
+
+
+async def unmatched(telemetry: Telemetry, path: str, headers: http_io.Headers, send: Send) -> None:
+    """A gRPC call of a method nobody serves: UNIMPLEMENTED, counted as unmatched."""
+    observation = telemetry.rpc("grpc", UNMATCHED).begin()
+    error = GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {path}")
+    await send_status_only(send, error, http_io.request_id(headers), None)
+    observation.end(error.code.name, 200)

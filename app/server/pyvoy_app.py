@@ -1,0 +1,180 @@
+"""The ASGI app one pyvoy (Envoy) process runs: a Portico built from the ``PORTICO_*`` variables
+its supervisor set (:mod:`app.server.pyvoy_server`), started and stopped by the ASGI lifespan.
+
+Envoy owns the process's signals, and a SIGTERM to it closes every connection at once. So the
+graceful stop is the supervisor's word instead: it connects over a local socket, and on
+``drain`` the server fails readiness, refuses new calls, ends open streams with their final
+status, gives calls in flight the grace (then answers them UNAVAILABLE), and says ``drained``;
+only then is Envoy stopped. If the supervisor goes away, the server drains and stops by itself.
+
+pyvoy runs WebSocket connections in a network filter with an event loop (and thread) of its
+own; Portico lives on the HTTP filter's loop. So that filter runs :data:`websocket_app`, without
+a lifespan, which hands each connection to :data:`app` on its loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Awaitable
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+from app.main import Portico
+from app.observe import tracing
+from app.observe.logs import configure_logging
+from app.server.serving import STARTUP_REFUSALS, settle_heap
+from app.settings.config import ConfigurationError, Settings
+
+SUPERVISOR_ENV = "PORTICO_SUPERVISOR"  # the supervisor's socket, in the abstract namespace
+READY, DRAIN, DRAINED = b"ready", b"drain", b"drained"
+
+log = logging.getLogger("portico")
+
+
+class PyvoyApp:
+    """Portico's HTTP app under pyvoy, with the lifespan and drain described above."""
+
+    def __init__(self) -> None:
+        self.portico: Portico | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # the HTTP filter's, Portico's
+        self.http: Any = None
+        self.in_flight: set[asyncio.Task[Any]] = set()
+        self._supervised: asyncio.Task[None] | None = None
+        self._drained = asyncio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            self.loop = asyncio.get_running_loop()
+            await self._lifespan(receive, send)
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self.in_flight.add(task)
+        try:
+            await self.http(scope, _shielded(receive), send)
+        finally:
+            self.in_flight.discard(task)
+            if not self.in_flight and self.portico is not None and self.portico.shutting_down:
+                self._drained.set()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self._start()
+                except STARTUP_REFUSALS as exc:
+                    print(f"portico: {exc}", file=sys.stderr, flush=True)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._supervised is not None:
+                    self._supervised.cancel()
+                if self.portico is not None:
+                    await self.portico.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _start(self) -> None:
+        settings = Settings.from_env()
+        configure_logging(settings.log_format)
+        try:
+            tracing.configure_from_environment()
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        self.portico = Portico(settings)
+        await self.portico.start()
+        self.http = self.portico.http_app
+        settle_heap()
+        name = os.environ.get(SUPERVISOR_ENV)
+        if name:
+            reader, writer = await _connect(name)
+            writer.write(READY + b" %d\n" % os.getpid())
+            await writer.drain()
+            self._supervised = asyncio.create_task(self._supervise(reader, writer))
+
+    async def _supervise(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Wait for the supervisor's ``drain`` (or its going away), then drain."""
+        line = await reader.readline()
+        await self.drain()
+        if line.strip() == DRAIN:
+            with contextlib.suppress(OSError):
+                writer.write(DRAINED + b"\n")
+                await writer.drain()
+        else:  # the supervisor is gone: nobody will stop Envoy but Envoy itself
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    async def drain(self) -> None:
+        """Stop taking calls, end the streams, and let the calls in flight finish within the
+        grace; those still running then are cancelled, and answer UNAVAILABLE."""
+        portico = self.portico
+        assert portico is not None
+        portico.begin_shutdown()
+        if not self.in_flight:
+            self._drained.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._drained.wait(), portico.settings.shutdown_grace_seconds)
+        for task in list(self.in_flight):
+            task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._drained.wait(), 1.0)
+
+
+class WebSocketBridge:
+    """The WebSocket filter's app: each connection runs in ``target`` on its loop, every ASGI
+    event crossing back to this loop, where the connection is."""
+
+    def __init__(self, target: PyvoyApp) -> None:
+        self.target = target
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        owner = self.target.loop
+        if owner is None:
+            return  # not started: pyvoy closes the connection
+        here = asyncio.get_running_loop()
+
+        async def receive_here() -> Any:
+            return await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(_run(receive()), here)
+            )
+
+        async def send_here(message: Any) -> None:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_run(send(message)), here))
+
+        served = self.target(scope, receive_here, send_here)
+        # Cancelled here (the connection gone), the call is cancelled there too.
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(served, owner))
+
+
+def _shielded(receive: Receive) -> Receive:
+    """``receive`` whose pending event a cancelled caller leaves to pyvoy: pyvoy completes the
+    future it handed out later (with the event, or the disconnect), and one cancelled under it
+    made it log an InvalidStateError (a stream's reader is cancelled when the stream ends)."""
+
+    async def receive_shielded() -> Any:
+        return await asyncio.shield(receive())
+
+    return receive_shielded
+
+
+async def _run(step: Awaitable[Any]) -> Any:
+    """An ASGI callable's awaitable as the coroutine another loop can be handed."""
+    return await step
+
+
+async def _connect(name: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect("\0" + name)
+    return await asyncio.open_unix_connection(sock=sock)
+
+
+app = PyvoyApp()
+websocket_app = WebSocketBridge(app)

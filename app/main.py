@@ -302,10 +302,12 @@ def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOption
         # With a metrics port, /metrics is served there (app.server.serving) instead.
         metrics_endpoint=settings.metrics and not settings.metrics_port,
         metrics_token=settings.metrics_token,
-        # Workers are children of the process the user started.
+        # Workers (pyvoy's always) are children of the process the user started.
         server_pid=os.getppid()
         if settings.workers > 1 or settings.server == "pyvoy"
         else os.getpid(),
+        client_certificate_header=settings.server == "pyvoy",
+        grpc_client_certificate_required=bool(settings.tls_client_ca),
         **server_specific,
     )
 

@@ -46,6 +46,7 @@ class GatewayContext(grpc.aio.ServicerContext):
     _callbacks: tuple[Callable[[Any], object], ...] = ()
     _requests: AsyncIterator[Any] | None = None  # what read() takes from
     _outbox: asyncio.Queue[Any] | None = None  # what write() puts into
+    client_certificate: bytes | None = None  # PEM, verified by the TLS server (native gRPC)
 
     def __init__(
         self,
@@ -76,7 +77,10 @@ class GatewayContext(grpc.aio.ServicerContext):
         return None
 
     def auth_context(self) -> dict[str, list[bytes]]:
-        return {}
+        """As grpc's: the verified client certificate of a TLS call, where the server has one."""
+        if self.client_certificate is None:
+            return {}
+        return {"transport_security_type": [b"ssl"], "x509_pem_cert": [self.client_certificate]}
 
     # grpc documents None for a call without a deadline; the stub says float.
     def time_remaining(self) -> float | None:  # type: ignore[override]

@@ -65,6 +65,12 @@ class GatewayOptions:
     # A unary call whose client goes away is cancelled (REST and Connect): a task per call,
     # worth it where the work goes on elsewhere (portico proxy's upstream).
     cancel_unary_on_disconnect: bool = False
+    # Native gRPC behind Portico's own Envoy (pyvoy), which replaces any client's
+    # x-forwarded-client-cert header with the verified client certificate: trusted then only.
+    client_certificate_header: bool = False
+    # With a client CA: native gRPC calls must present a certificate it signed, as on the
+    # grpc.aio port (HTTP clients, browsers among them, need none).
+    grpc_client_certificate_required: bool = False
     # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
     openapi: Mapping[str, Any] | None = None
     # Serialized FileDescriptorSets (concatenated) whose copies of the served files, with their

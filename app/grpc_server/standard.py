@@ -25,7 +25,15 @@ class _ReflectionServicer:
     def ServerReflectionInfo(  # the RPC's name
         self, requests: AsyncIterator[Any], context: Any
     ) -> AsyncIterator[Any]:
-        return self._reflection.info(requests, context)
+        return self._reflection.info(_as_v1alpha(requests), context)
+
+
+async def _as_v1alpha(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """v1's requests (decoded as v1's own class here) as v1alpha's: the same wire format."""
+    async for request in requests:
+        if not isinstance(request, reflection_pb2.ServerReflectionRequest):
+            request = reflection_pb2.ServerReflectionRequest.FromString(request.SerializeToString())
+        yield request
 
 
 class StandardServices:

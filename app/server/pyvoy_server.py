@@ -38,8 +38,6 @@ WEBSOCKET_APP = "app.server.pyvoy_app:websocket_app"
 # A request head (request line and headers) larger than this is refused with 431, as
 # uvicorn's parser refuses one past its own limit.
 MAX_REQUEST_HEADERS_KB = 64
-# A kept-alive connection with no request for this long is closed.
-IDLE_TIMEOUT_SECONDS = 60
 # Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one).
 MAX_CONCURRENT_STREAMS = 1024
 # How long past the grace a worker may take to say it drained before it is stopped anyway.
@@ -59,8 +57,10 @@ class EnvoyConfig(PyvoyServer):
             tls_cert=_path(settings.tls_cert),
             tls_ca_cert=_path(settings.tls_client_ca),
             tls_enable_http3=False,
-            # A client CA means: every caller on the one port presents a certificate it signed.
-            tls_require_client_certificate=True,
+            # A client CA verifies the certificate a client presents; native gRPC calls must
+            # present one (the gateway checks), HTTP clients (browsers) need none, as with
+            # uvicorn and the grpc.aio port.
+            tls_require_client_certificate=False,
             worker_threads=1,
             lifespan=True,
             websockets=True,
@@ -113,12 +113,19 @@ def _limits(header_seconds: float) -> dict[str, Any]:
         # Portico is the origin server: no "server: envoy", as uvicorn sends no server header.
         "server_header_transformation": "PASS_THROUGH",
         "request_headers_timeout": f"{header_seconds}s",
+        # A connection with no request in progress, a partial head included (Envoy's HTTP/1.1
+        # codec starts the request, and its head's timer, only once the head is whole), is
+        # closed after the head's deadline: slow heads and idle keep-alive alike.
         "max_request_headers_kb": MAX_REQUEST_HEADERS_KB,
-        "common_http_protocol_options": {"idle_timeout": f"{IDLE_TIMEOUT_SECONDS}s"},
+        "common_http_protocol_options": {"idle_timeout": f"{header_seconds}s"},
         # Streams live as long as their calls (heartbeats keep browsers' alive); Envoy's 5
         # minutes of silence would end a quiet gRPC watch.
         "stream_idle_timeout": "0s",
         "http2_protocol_options": {"max_concurrent_streams": MAX_CONCURRENT_STREAMS},
+        # The verified client certificate reaches the app in x-forwarded-client-cert; a
+        # client's own header of that name never does.
+        "forward_client_cert_details": "SANITIZE_SET",
+        "set_current_client_cert_details": {"cert": True},
     }
 
 

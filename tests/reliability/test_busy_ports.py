@@ -45,3 +45,29 @@ def _exit_code(server: Server, busy: str) -> int:
     except subprocess.TimeoutExpired:
         server.kill()
         pytest.fail(f"a second server started on the first one's {busy} port")
+
+
+def test_pyvoy_workers_share_one_port_and_a_second_server_fails_on_it(tmp_path):
+    first = start_server(tmp_path / "first", server="pyvoy", args=("--workers", "2"))
+    try:
+        first.wait_ready()
+        # Request ids begin with a prefix of their process: new connections reach both workers.
+        prefixes = set()
+        for _ in range(200):
+            with httpx.Client(base_url=first.base_url, timeout=5) as client:
+                prefixes.add(client.get("/api/v1/version").headers["x-request-id"][:16])
+            if len(prefixes) == 2:
+                break
+        assert len(prefixes) == 2
+        for server in ("pyvoy", "uvicorn"):
+            second = start_server(
+                tmp_path / f"second-{server}", http_port=first.http_port, server=server
+            )
+            assert _exit_code(second, "HTTP") != 0
+            assert second.log().strip().splitlines() == [
+                f"portico: HTTP port {first.http_port} on 127.0.0.1 is already in use (another "
+                "Portico server or program listens there); stop it or choose another port"
+            ]
+        assert httpx.get(f"{first.base_url}/readyz", timeout=5).status_code == 200
+    finally:
+        assert first.stop() == 0

@@ -15,6 +15,7 @@ import uvicorn
 
 from app.server.serving import http_config
 from tests.harness import run, running, settings_for
+from tests.reliability.server import login, start_server
 
 TIMEOUT = 0.5
 
@@ -143,3 +144,49 @@ def test_a_body_that_never_completes_is_cut_off(tmp_path: Path) -> None:
             assert took < TIMEOUT + 2
 
     run(scenario())
+
+
+def test_pyvoy_cuts_off_slow_and_oversized_heads_and_slow_bodies(tmp_path: Path) -> None:
+    # The same limits, by Envoy's own means (the head) and the gateway's (the body).
+    timeouts = {
+        "PORTICO_HEADER_TIMEOUT_SECONDS": str(TIMEOUT),
+        "PORTICO_BODY_TIMEOUT_SECONDS": str(TIMEOUT),
+    }
+    served = start_server(tmp_path / "data", env=timeouts, server="pyvoy")
+
+    async def scenario() -> None:
+        port = served.http_port
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /api/v1/version HTTP/1.1\r\nHost: portico\r\nX-Slow: ")
+        await writer.drain()
+        answer, took = await _until_closed(reader)
+        writer.close()
+        assert answer == b"", answer  # Envoy closes a connection whose head never completes
+        assert took < TIMEOUT + 2
+
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        huge = b"X-Huge: " + b"a" * 100_000 + b"\r\n"
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: portico\r\n" + huge + b"\r\n")
+        answer, _ = await _until_closed(reader)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 431"), answer
+
+        token = login(served)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            b"POST /api/v1/cluster HTTP/1.1\r\nHost: portico\r\n"
+            b"Authorization: Bearer " + token.encode() + b"\r\n"
+            b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name": '
+        )
+        await writer.drain()
+        started = time.perf_counter()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        writer.close()
+        assert head.startswith(b"HTTP/1.1 408"), head
+        assert time.perf_counter() - started < TIMEOUT + 2
+
+    try:
+        served.wait_ready()
+        run(scenario())
+    finally:
+        assert served.stop() == 0

@@ -15,7 +15,7 @@ import base64
 import binascii
 import time
 from collections.abc import AsyncIterator
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import grpc
 from google.protobuf.message import Message
@@ -37,6 +37,7 @@ from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation, Telemetry
 
 CONTENT_TYPE = b"application/grpc"
+CLIENT_CERT_HEADER = b"x-forwarded-client-cert"  # Envoy's, with the verified certificate
 TRAILERS_EXTENSION = "http.response.trailers"
 # What a request may compress with, and what this server says it accepts.
 _ENCODINGS = ("", "identity", "gzip")
@@ -54,6 +55,7 @@ _NOT_METADATA = frozenset(
         b"upgrade",
         b"accept-encoding",
         b"x-request-id",
+        CLIENT_CERT_HEADER,
     }
 )
 
@@ -104,7 +106,7 @@ class NativeGrpcFlow:
         options = self.stages.options
         try:
             wire = GrpcWire(self._codec(headers), headers)
-            call = grpc_call(plan, headers, request_id, scope, observation)
+            call = self._call(plan, headers, request_id, scope, observation)
             context = call.context
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
             await admit(call, options.authenticate)
@@ -147,11 +149,32 @@ class NativeGrpcFlow:
     ) -> Ended:
         try:
             wire = GrpcWire(self._codec(headers), headers)
-            call = grpc_call(plan, headers, request_id, scope, observation)
+            call = self._call(plan, headers, request_id, scope, observation)
         except GatewayError as exc:
             await send_status_only(send, exc, request_id, None)
             return exc.code.name, 200
         return await serve_enveloped(self.stages, plan, call, wire, receive, send)
+
+    def _call(
+        self,
+        plan: BindingPlan,
+        headers: http_io.Headers,
+        request_id: str,
+        scope: Scope,
+        observation: Observation,
+    ) -> Call:
+        """The call, with the client certificate the TLS server verified (when it says so)."""
+        call = grpc_call(plan, headers, request_id, scope, observation)
+        options = self.stages.options
+        if options.client_certificate_header:
+            call.context.client_certificate = client_certificate(headers)
+        if options.grpc_client_certificate_required and call.context.client_certificate is None:
+            raise GatewayError(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "this server takes gRPC calls only with a client certificate its client CA "
+                "signed (PORTICO_TLS_CLIENT_CA)",
+            )
+        return call
 
     def _codec(self, headers: http_io.Headers) -> WireCodec:
         subtype = headers.get(b"content-type", b"")[16:].split(b";", 1)[0].strip().lower()
@@ -246,6 +269,20 @@ def grpc_call(
     metadata, deadline = grpc_metadata(headers, request_id)
     context = GatewayContext(metadata, scope.get("client"), deadline)
     return Call(plan.method, request_id, headers, context, observation)
+
+
+def client_certificate(headers: http_io.Headers) -> bytes | None:
+    """The PEM of the ``Cert`` element of Envoy's ``x-forwarded-client-cert`` header: the
+    certificate the client presented and the TLS server verified (the last hop's element)."""
+    forwarded = headers.get(CLIENT_CERT_HEADER)
+    if forwarded is None:
+        return None
+    element = forwarded.decode("latin-1").rsplit(",", 1)[-1]
+    for pair in element.split(";"):
+        key, _, value = pair.partition("=")
+        if key.strip().lower() == "cert":
+            return unquote(value.strip().strip('"')).encode()
+    return None
 
 
 def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, float | None]:

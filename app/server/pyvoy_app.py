@@ -58,7 +58,7 @@ class PyvoyApp:
         assert task is not None
         self.in_flight.add(task)
         try:
-            await self.http(scope, _shielded(receive), send)
+            await self.http(scope, receive, send)
         finally:
             self.in_flight.discard(task)
             if not self.in_flight and self.portico is not None and self.portico.shutting_down:
@@ -152,17 +152,6 @@ class WebSocketBridge:
         served = self.target(scope, receive_here, send_here)
         # Cancelled here (the connection gone), the call is cancelled there too.
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(served, owner))
-
-
-def _shielded(receive: Receive) -> Receive:
-    """``receive`` whose pending event a cancelled caller leaves to pyvoy: pyvoy completes the
-    future it handed out later (with the event, or the disconnect), and one cancelled under it
-    made it log an InvalidStateError (a stream's reader is cancelled when the stream ends)."""
-
-    async def receive_shielded() -> Any:
-        return await asyncio.shield(receive())
-
-    return receive_shielded
 
 
 async def _run(step: Awaitable[Any]) -> Any:

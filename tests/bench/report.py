@@ -25,6 +25,9 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "(b) cold / warm": ("b_read_cold", "b_read"),
         "(c)/(c) floor": ("c_create", "c_floor"),
         "(a) rate limited / not": ("a_version_rate_limited", "a_version_unlimited"),
+        "gRPC unary, one port / grpc.aio port": ("g_unary_one_port", "g_unary_grpc_aio"),
+        "gRPC stream, one port / grpc.aio port": ("g_stream_one_port", "g_stream_grpc_aio"),
+        "(a) REST, pyvoy / uvicorn": ("a_version_pyvoy", "a_version_uvicorn"),
     }
     run["ratios"] = {
         name: rps[top] / rps[bottom]
@@ -58,6 +61,12 @@ def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
         met["(a) with a rate limit it never reaches >= 0.95 x without"] = (
             ratios["(a) rate limited / not"] >= 0.95
         )
+    if "gRPC unary, one port / grpc.aio port" in ratios:
+        met["gRPC unary on the one port >= 5 x the grpc.aio port"] = (
+            ratios["gRPC unary, one port / grpc.aio port"] >= 5
+        )
+    if "(a) REST, pyvoy / uvicorn" in ratios:
+        met["(a) under pyvoy >= 1.0 x under uvicorn"] = ratios["(a) REST, pyvoy / uvicorn"] >= 1.0
     cold = run.get("b_read_cold", {})
     if workers >= 2 and "rps" in cold:
         met["cold (b) >= 8,000 req/s, p99 < 10 ms"] = cold["rps"] >= 8000 and cold["p99_ms"] < 10

@@ -36,6 +36,7 @@ from tests.bench.cases import (
     compared,
     create,
     grpc_unary,
+    one_port,
     proxy,
     rate_limited,
     read,
@@ -54,6 +55,7 @@ CASES: list[Case] = [
     *rate_limited.CASES,
     *read.CASES,
     *grpc_unary.CASES,
+    *one_port.CASES,
     *sse.CASES,
     *create.CASES,
     *backlog.CASES,
@@ -169,6 +171,8 @@ def main() -> None:
         parser.error("--seconds: at least 1")
     if shutil.which("wrk") is None:
         raise SystemExit("the benchmark needs wrk: apt-get install wrk")
+    if shutil.which("h2load") is None:
+        raise SystemExit("the benchmark needs h2load: apt-get install nghttp2-client")
     cases = chosen_cases(args.only, args.skip)
     started = time.monotonic()
     processes = Processes()

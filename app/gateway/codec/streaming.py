@@ -43,7 +43,9 @@ class InboundPump:
 
     async def _run(self) -> None:
         while True:
-            event = await self._receive()
+            # Shielded: stop() cancels this task while it waits, and a server that completes the
+            # pending receive later anyway (pyvoy does) must not find it cancelled under it.
+            event = await asyncio.shield(self._receive())
             kind = event["type"]
             if kind == "http.request":
                 if event.get("body"):

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from tests.bench import wrk
+from tests.bench import h2load, wrk
 from tests.bench.procs import Processes
 from tests.bench.servers import Server
 
@@ -31,13 +31,16 @@ TURN_SECONDS = 1  # the slices rows compared with each other are measured in, in
 
 @dataclass(frozen=True)
 class Target:
-    """One row's load: GETs of ``path`` on the server at ``base`` (with ``token``, if any), or the
-    requests ``script`` makes."""
+    """One row's load: GETs of ``path`` on the server at ``base`` (with ``token``, if any), the
+    requests ``script`` makes, or gRPC calls of ``grpc_body`` to the method at ``path``."""
 
     base: str
     path: str
     token: str = ""
     script: str = ""
+    # A native gRPC row: h2load POSTs this envelope; a good reply has this many data bytes.
+    grpc_body: bytes = b""
+    reply_bytes: int = 0
 
 
 @dataclass
@@ -93,9 +96,19 @@ class Bench:
             for key, target in targets.items():
                 started = time.monotonic()
                 url = f"{target.base}{target.path}"
-                measured = wrk.measure(
-                    url, TURN_SECONDS, target.token, self.load_cpus, target.script
-                )
+                if target.grpc_body:
+                    measured = h2load.measure(
+                        url,
+                        TURN_SECONDS,
+                        target.token,
+                        self.load_cpus,
+                        target.grpc_body,
+                        target.reply_bytes,
+                    )
+                else:
+                    measured = wrk.measure(
+                        url, TURN_SECONDS, target.token, self.load_cpus, target.script
+                    )
                 settle(target.base)
                 if turn:
                     slices[key].append(measured)

@@ -58,7 +58,7 @@ class PyvoyApp:
         assert task is not None
         self.in_flight.add(task)
         try:
-            await self.http(scope, receive, send)
+            await self.http(scope, receive, _dropped_once_gone(send))
         finally:
             self.in_flight.discard(task)
             if not self.in_flight and self.portico is not None and self.portico.shutting_down:
@@ -84,6 +84,7 @@ class PyvoyApp:
                 return
 
     async def _start(self) -> None:
+        asyncio.get_running_loop().set_exception_handler(_quiet_about_dropped_receives)
         settings = Settings.from_env()
         configure_logging(settings.log_format)
         try:
@@ -152,6 +153,29 @@ class WebSocketBridge:
         served = self.target(scope, receive_here, send_here)
         # Cancelled here (the connection gone), the call is cancelled there too.
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(served, owner))
+
+
+def _dropped_once_gone(send: Send) -> Send:
+    """``send``, whose events are dropped once the client has gone, as uvicorn drops them: pyvoy
+    raises OSError (as ASGI allows), which would reach a stream's flow as its servicer failing;
+    the flow hears of the disconnect from ``receive``, as on uvicorn."""
+
+    async def send_or_drop(message: Any) -> None:
+        with contextlib.suppress(OSError):
+            await send(message)
+
+    return send_or_drop
+
+
+def _quiet_about_dropped_receives(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's error handler, but for one known case: a stream's reader stops (its task is
+    cancelled) while it waits for the next request event, and pyvoy later completes that
+    receive's future anyway, which asyncio reports as an InvalidStateError in pyvoy's callback.
+    Nobody waits for that event any more: there is nothing to report."""
+    exception = context.get("exception")
+    if isinstance(exception, asyncio.InvalidStateError) and "_pyvoy" in repr(context.get("handle")):
+        return
+    loop.default_exception_handler(context)
 
 
 async def _run(step: Awaitable[Any]) -> Any:

@@ -43,9 +43,7 @@ class InboundPump:
 
     async def _run(self) -> None:
         while True:
-            # Shielded: stop() cancels this task while it waits, and a server that completes the
-            # pending receive later anyway (pyvoy does) must not find it cancelled under it.
-            event = await asyncio.shield(self._receive())
+            event = await self._receive()
             kind = event["type"]
             if kind == "http.request":
                 if event.get("body"):

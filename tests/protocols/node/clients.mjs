@@ -1,18 +1,26 @@
-// Calls a running Portico with connect-es clients over three transports: Connect JSON, Connect
-// binary and gRPC-Web. Usage: node clients.mjs BASE_URL PASSWORD — prints one JSON report.
+// Calls a running Portico with connect-es clients over Connect JSON, Connect binary and gRPC-Web
+// (HTTP/1.1), and native gRPC (HTTP/2) where the server serves it on the same port.
+// Usage: node clients.mjs BASE_URL PASSWORD [TRANSPORT,...] — prints one JSON report.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+} from "@connectrpc/connect-node";
 import { AuthService } from "./gen/services/auth/auth_pb.js";
 import { StatsService } from "./gen/stats/stats_pb.js";
 import { FlavorApi } from "./gen/edgeproto/flavor_pb.js";
 
-const [baseUrl, password] = process.argv.slice(2);
+const [baseUrl, password, chosen] = process.argv.slice(2);
 
-const transports = {
-  connectJson: createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
-  connectBinary: createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
-  grpcWeb: createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }),
+const all = {
+  connectJson: () => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
+  connectBinary: () => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+  grpcWeb: () => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }),
+  grpc: () => createGrpcTransport({ baseUrl, httpVersion: "2" }),
 };
+const names = chosen ? chosen.split(",") : ["connectJson", "connectBinary", "grpcWeb"];
+const transports = Object.fromEntries(names.map((name) => [name, all[name]()]));
 
 async function exercise(name, transport) {
   const auth = createClient(AuthService, transport);

@@ -66,6 +66,8 @@ class Outcome:
     code: grpc.StatusCode
     message: str
     details: list[tuple[str, bytes]]
+    reply_encoding: str  # the replies' grpc-encoding ("" for none)
+    reply_wire_lengths: list[int]  # each reply's length as sent, compressed or not
 
 
 CODES = {code.value[0]: code for code in grpc.StatusCode}
@@ -108,6 +110,8 @@ class GoClient:
             code=CODES[said["code"]],
             message=said["message"],
             details=[(d["type_url"], bytes.fromhex(d["value"])) for d in said["details"]],
+            reply_encoding=said["reply_encoding"],
+            reply_wire_lengths=said["reply_wire_lengths"],
         )
 
 
@@ -234,14 +238,26 @@ def test_deadline_ends_an_endless_stream(go: GoClient, token: str) -> None:
 
 
 @pytest.mark.parametrize("flags", [["-gzip"], ["-gzip", "-content-subtype", "proto"]])
-def test_compressed_call(go: GoClient, token: str, flags: list[str]) -> None:
-    """Requests compressed with gzip (and ``application/grpc+proto``) are understood."""
+def test_gzip_both_ways(go: GoClient, token: str, flags: list[str]) -> None:
+    """Requests compressed with gzip (also as ``application/grpc+proto``) are understood, and
+    the replies come back compressed; without it they come back as they are."""
     login = go.call(
         LOGIN, auth_pb2.LoginRequest(username="admin", password=ADMIN_PASSWORD), flags=flags
     )
     assert login.code == grpc.StatusCode.OK, login.message
     fresh = auth_pb2.LoginResponse.FromString(login.replies[0]).token
     assert go.call(VERSION, kaas.GetVersionMsg(), token=fresh).code == grpc.StatusCode.OK
+
+    # A file descriptor set: a reply large and repetitive enough to be worth compressing.
+    asked = reflection_pb2.ServerReflectionRequest(file_containing_symbol="edgeproto.FlavorApi")
+    method = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+    compressed = go.call(method, asked, kind="bidi", flags=flags)
+    plain = go.call(method, asked, kind="bidi")
+    assert compressed.replies == plain.replies
+    assert (compressed.reply_encoding, plain.reply_encoding) == ("gzip", "")
+    (size,) = (len(reply) for reply in plain.replies)
+    assert plain.reply_wire_lengths == [size]
+    assert compressed.reply_wire_lengths[0] < size / 2
 
 
 def test_invalid_argument_carries_a_bad_request_detail(go: GoClient) -> None:

@@ -9,7 +9,8 @@
 //
 // Each HEX is one request message ("-": one per line on stdin). Prints one JSON document: the
 // replies (hex), the headers and trailers (values of -bin keys in hex), the final status code,
-// its message and details (decoded by grpc-go from grpc-status-details-bin; values in hex).
+// its message and details (decoded by grpc-go from grpc-status-details-bin; values in hex),
+// and how the replies came (their grpc-encoding, each one's length on the wire).
 // Exits 0 whenever the call ended with a status, whatever the status; 2 on bad usage.
 package main
 
@@ -29,6 +30,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
 
@@ -59,6 +61,24 @@ func (bytesCodec) Name() string { return "proto" }
 
 func init() { encoding.RegisterCodec(bytesCodec{}) }
 
+// wire notes how replies arrived: their grpc-encoding and each one's length on the wire.
+type wire struct {
+	encoding string
+	lengths  []int
+}
+
+func (w *wire) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (w *wire) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (w *wire) HandleConn(context.Context, stats.ConnStats)                       {}
+func (w *wire) HandleRPC(_ context.Context, event stats.RPCStats) {
+	switch event := event.(type) {
+	case *stats.InHeader:
+		w.encoding = event.Compression
+	case *stats.InPayload:
+		w.lengths = append(w.lengths, event.WireLength-5) // less the message's prefix
+	}
+}
+
 type pairs []string
 
 func (p *pairs) String() string     { return strings.Join(*p, ",") }
@@ -77,6 +97,9 @@ type result struct {
 	CodeName string              `json:"code_name"`
 	Message  string              `json:"message"`
 	Details  []detail            `json:"details"`
+	// The replies' grpc-encoding ("" for none) and their lengths as sent (compressed or not).
+	ReplyEncoding    string `json:"reply_encoding"`
+	ReplyWireLengths []int  `json:"reply_wire_lengths"`
 }
 
 func usage(format string, args ...interface{}) {
@@ -213,7 +236,8 @@ func main() {
 	}
 	reqs := requests(flag.Args())
 
-	conn, err := grpc.Dial(*target, grpc.WithInsecure())
+	seen := &wire{lengths: []int{}}
+	conn, err := grpc.Dial(*target, grpc.WithInsecure(), grpc.WithStatsHandler(seen))
 	if err != nil {
 		usage("dial %s: %v", *target, err)
 	}
@@ -243,6 +267,9 @@ func main() {
 		CodeName: st.Code().String(),
 		Message:  st.Message(),
 		Details:  []detail{},
+
+		ReplyEncoding:    seen.encoding,
+		ReplyWireLengths: seen.lengths,
 	}
 	for _, reply := range replies {
 		out.Replies = append(out.Replies, hex.EncodeToString(reply))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from grpc_reflection.v1alpha import reflection_pb2 as pb
 
+from tests.gateway.wire import frame, frames
 from tests.harness import ADMIN_PASSWORD, Running, run, running
 
 VERSIONS = ("grpc.reflection.v1", "grpc.reflection.v1alpha")
@@ -186,5 +188,32 @@ def test_every_grpc_response_carries_the_request_id(tmp_path: Path) -> None:
             async for _ in stream:  # the stream ends cleanly
                 pass
             assert len(dict(await stream.initial_metadata())["x-request-id"]) == 32
+
+    run(check())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_reflection_on_the_http_port(tmp_path: Path, version: str) -> None:
+    """The HTTP port serves reflection too (native gRPC under pyvoy, Connect here): each version
+    is answered in its own message classes (v1 requests once reached v1alpha's answers, which
+    refused them: INTERNAL)."""
+
+    async def check() -> None:
+        async with running(tmp_path) as served:
+            asked = [pb.ServerReflectionRequest(list_services=""), symbol("edgeproto.FlavorApi")]
+            reply = await served.http.post(
+                f"/{version}.ServerReflection/ServerReflectionInfo",
+                content=b"".join(frame(r.SerializeToString()) for r in asked),
+                headers={"content-type": "application/connect+proto"},
+            )
+            assert reply.status_code == 200, reply.text
+            *messages, (end_flags, end) = frames(reply.content)
+            assert end_flags == 2 and json.loads(end) == {}
+            listed, described = (pb.ServerReflectionResponse.FromString(m) for _, m in messages)
+            assert f"{version}.ServerReflection" in {
+                s.name for s in listed.list_services_response.service
+            }
+            assert listed.original_request == asked[0]
+            assert pool_from([described]).FindServiceByName("edgeproto.FlavorApi")
 
     run(check())

@@ -12,12 +12,11 @@ generated code) is built once per source, like the Echo server.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import shutil
 import subprocess
 from pathlib import Path
 
+from tests import go_build
 from tests.proxy import processes as echo
 
 SOURCE = Path(__file__).parent / "go" / "gateway.go"
@@ -35,21 +34,14 @@ def binary() -> Path:
     go, generator = shutil.which("go"), shutil.which("protoc-gen-grpc-gateway")
     if go is None or generator is None or not (GOCODE / "google.golang.org/grpc").is_dir():
         raise Unavailable(f"no Go, grpc-go or protoc-gen-grpc-gateway here ({INSTALL})")
-    version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
-    key = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), (echo.PROTO_ROOT / echo.PROTO_FILE).read_bytes()):
-        key.update(part)
-    key.update(version.encode() + Path(generator).read_bytes())
-    cache = echo.cache_dir() / "grpc-gateway"
-    target = cache / key.hexdigest()[:16] / "echo-gateway"
-    if target.is_file():
-        return target
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".build.lock", "w") as lock:  # one build at a time, as for the Echo server
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not target.is_file():
-            _build(go, generator, cache, target)
-    return target
+    inputs = (
+        SOURCE.read_bytes(),
+        (echo.PROTO_ROOT / echo.PROTO_FILE).read_bytes(),
+        Path(generator).read_bytes(),
+    )
+    return go_build.cached_binary(
+        go, "grpc-gateway", inputs, lambda cache, target: _build(go, generator, cache, target)
+    )
 
 
 def _unpacked_debs(cache: Path) -> Path:
@@ -91,7 +83,7 @@ def _build(go: str, generator: str, cache: Path, target: Path) -> None:
         f"--go_out=plugins=grpc:{gopath / 'src'}",
         f"--grpc-gateway_out={gopath / 'src'}",
     )
-    failed = echo.go_build(
+    failed = go_build.go_build(
         go, package, [gopath, debs / "usr/share/gocode", GOCODE.parent], cache, target
     )
     if failed:

@@ -7,8 +7,6 @@ cancellation).
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import queue
 import re
@@ -28,7 +26,8 @@ import httpx
 import pytest
 from grpc_tools import protoc
 
-from tests.conftest import ROOT, require
+from tests import go_build
+from tests.conftest import ROOT
 
 HERE = Path(__file__).parent
 PROTO_ROOT = HERE / "protos"
@@ -95,42 +94,18 @@ def descriptor_set(out: Path) -> Path:
     return target
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "portico-tests"
-
-
 def go_echo_binary() -> Path:
-    """The Go Echo server, built once per source (main.go, echo.proto, the Go toolchain) and
-    kept in a cache: a cold build of grpc-go takes tens of seconds, a cached one nothing."""
-    go = shutil.which("go")
-    gocode = Path("/usr/share/gocode/src")
-    plugins = [shutil.which("protoc-gen-go"), shutil.which("protoc-gen-go-grpc")]
-    if go is None or not (gocode / "google.golang.org/grpc").is_dir() or None in plugins:
-        require(
-            "Go's gRPC",
-            "apt-get install golang-go golang-google-grpc-dev golang-google-protobuf-dev "
-            "golang-google-genproto-dev protoc-gen-go protoc-gen-go-grpc",
-        )
-    assert go is not None
-    version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
-    key = hashlib.sha256()
-    for part in (GO_SOURCE.read_bytes(), (PROTO_ROOT / PROTO_FILE).read_bytes(), version.encode()):
-        key.update(part)
-    cache = cache_dir() / "go-echo"
-    binary = cache / key.hexdigest()[:16] / "echo-server"
-    if binary.is_file():
-        return binary
-    cache.mkdir(parents=True, exist_ok=True)
-    # Test processes side by side (pytest -n) take turns: one builds, the others find it built.
-    with open(cache / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not binary.is_file():
-            _build_go_echo(go, gocode, [str(plugin) for plugin in plugins], cache, binary)
-    return binary
+    """The Go Echo server, built once per source (main.go, echo.proto, the Go toolchain)."""
+    go, plugins = go_build.require_go_grpc(
+        "protoc-gen-go", "protoc-gen-go-grpc", install="protoc-gen-go protoc-gen-go-grpc"
+    )
+    inputs = (GO_SOURCE.read_bytes(), (PROTO_ROOT / PROTO_FILE).read_bytes())
+    return go_build.cached_binary(
+        go, "go-echo", inputs, lambda cache, binary: _build_go_echo(go, plugins, cache, binary)
+    )
 
 
-def _build_go_echo(go: str, gocode: Path, plugins: list[str], cache: Path, binary: Path) -> None:
+def _build_go_echo(go: str, plugins: list[str], cache: Path, binary: Path) -> None:
     gopath = cache / "gopath"
     package = gopath / "src" / "portico.test" / "echo"
     shutil.rmtree(package, ignore_errors=True)
@@ -144,31 +119,9 @@ def _build_go_echo(go: str, gocode: Path, plugins: list[str], cache: Path, binar
         f"--go_out={gopath / 'src'}",
         f"--go-grpc_out={gopath / 'src'}",
     )
-    failed = go_build(go, package, [gopath, gocode.parent], cache, binary)
+    failed = go_build.go_build(go, package, [gopath, go_build.GOCODE.parent], cache, binary)
     if failed:
         pytest.fail(f"go build of the Echo server failed:\n{failed}")
-
-
-def go_build(go: str, package: Path, gopaths: Sequence[Path], cache: Path, binary: Path) -> str:
-    """``go build`` of ``package`` into ``binary``, offline in GOPATH mode from ``gopaths``;
-    go's complaint if it failed, else nothing."""
-    env = {
-        **os.environ,
-        "GOPATH": ":".join(str(path) for path in gopaths),
-        "GO111MODULE": "off",  # Debian's packages, offline: GOPATH mode
-        "GOPROXY": "off",
-        "GOFLAGS": "",
-        "GOCACHE": str(cache / "build-cache"),
-    }
-    staging = binary.with_suffix(".partial")
-    staging.parent.mkdir(parents=True, exist_ok=True)
-    built = subprocess.run(
-        [go, "build", "-o", str(staging), "."], cwd=package, env=env, capture_output=True, text=True
-    )
-    if built.returncode != 0:
-        return built.stderr or f"go build exited with {built.returncode}"
-    staging.rename(binary)  # whole or not at all, should two sessions build at once
-    return ""
 
 
 class Process:

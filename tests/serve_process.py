@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 START_LINE = re.compile(
-    r"portico (?P<version>\S+): gRPC on 127\.0\.0\.1:(?P<grpc_port>\d+), "
-    r"REST/JSON on (?P<http_base>http://127\.0\.0\.1:\d+)"
+    r"portico (?P<version>\S+)(?:: gRPC on 127\.0\.0\.1:(?P<grpc_port>\d+), REST/JSON on "
+    r"| on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on )"
+    r"(?P<http_base>http://127\.0\.0\.1:(?P<http_port>\d+))"
 )
 START_SECONDS = 60.0  # generous: the machine running the tests may be busy
 # Fast and quiet: a known admin password, cheap hashes, no simulated nodes.
@@ -96,7 +97,9 @@ def serve_process(
                 pytest.fail(f"no {workers} start-up line(s) in: {''.join(said)}")
             said.append(line)
             if found := START_LINE.search(line):
-                ports = int(found["grpc_port"]), found["http_base"]
+                # Under pyvoy gRPC is (also) on the HTTP port.
+                grpc_port = int(found["grpc_port"] or found["http_port"])
+                ports = grpc_port, found["http_base"]
                 served.append(Served(line, found["version"], *ports))
         yield served
     finally:

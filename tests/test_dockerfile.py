@@ -88,9 +88,11 @@ def _build_copies() -> list[tuple[str, str]]:
 
 
 @pytest.mark.slow  # builds and installs a wheel: scheduled first
-def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_path):
+@pytest.mark.parametrize("server", ["uvicorn", "pyvoy"])
+def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_path, server):
     """What the build stage does, outside Docker: the sources it copies to /src, a non-editable
-    install of them into the virtualenv /opt/portico, and static/ copied into that prefix."""
+    install of them into the virtualenv /opt/portico, and static/ copied into that prefix; on
+    either HTTP server (pyvoy's Envoy workers load the app from that install too)."""
     src, prefix = tmp_path / "src", tmp_path / "opt" / "portico"
     for source, destination in _build_copies():
         target = (
@@ -123,7 +125,8 @@ def test_a_non_editable_install_in_the_image_layout_serves_the_dashboard(tmp_pat
         check=True,
     )
     assert Path(where.stdout.strip()).is_relative_to(site_packages)
-    with serve_process(python, tmp_path / "data", cwd=tmp_path) as [served]:
+    args = ("--server", server)
+    with serve_process(python, tmp_path / "data", cwd=tmp_path, args=args) as [served]:
         static = ROOT / "static"
         for file in sorted(static.rglob("*")):
             if file.is_file() and not file.name.startswith("."):

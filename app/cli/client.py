@@ -35,9 +35,12 @@ UNAUTHENTICATED = 16  # google.rpc.Code
 def defaults(environ: Mapping[str, str]) -> dict[str, str]:
     """The server's addresses when neither a flag nor the login names them: this machine, on
     the ports ``portico serve`` takes from ``PORTICO_GRPC_PORT`` and ``PORTICO_HTTP_PORT``
-    where this shell sets them (the quick start's server on other ports is found too)."""
-    grpc_port = _port(environ.get("PORTICO_GRPC_PORT"), 50051)
+    where this shell sets them (the quick start's server on other ports is found too); with
+    ``PORTICO_SERVER=pyvoy`` and no gRPC port, gRPC is on the HTTP port, as that server serves
+    it."""
     http_port = _port(environ.get("PORTICO_HTTP_PORT"), 8080)
+    one_port = environ.get("PORTICO_SERVER") == "pyvoy" and "PORTICO_GRPC_PORT" not in environ
+    grpc_port = http_port if one_port else _port(environ.get("PORTICO_GRPC_PORT"), 50051)
     return {
         "transport": "grpc",
         "grpc": f"127.0.0.1:{grpc_port}",
@@ -103,7 +106,8 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grpc",
         help="gRPC address host:port (default: the login's, else 127.0.0.1 on "
-        "$PORTICO_GRPC_PORT, else 127.0.0.1:50051)",
+        "$PORTICO_GRPC_PORT, else on the HTTP port with PORTICO_SERVER=pyvoy, else "
+        "127.0.0.1:50051)",
     )
     parser.add_argument(
         "--rest",

@@ -199,12 +199,16 @@ async def _run(
     scheme = "https" if settings.tls else "http"
     port = settings.http_port
     base = f"{scheme}://{_url_host(settings.http_host)}:{port}"
+    also = ""
+    if settings.grpc_listener:
+        also = f"; grpc.aio also on {_url_host(settings.grpc_host)}:{settings.grpc_port}"
     log.info(
         "portico %s on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on %s (dashboard: "
-        "%s/dashboard/)",
+        "%s/dashboard/)%s",
         __version__,
         base,
         base,
+        also,
     )
     await asyncio.wait([stopping, *exits], return_when=asyncio.FIRST_COMPLETED)
     if not stopping.done():

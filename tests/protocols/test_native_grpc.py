@@ -5,6 +5,9 @@ idempotency keys, reflection and health, as the grpc.aio port answers them."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -276,3 +279,25 @@ async def _forever(queue: asyncio.Queue[notice_pb2.Notice]) -> AsyncIterator[not
 
 def _cluster(name: str) -> api_pb2.CreateClusterMsg:
     return json_format.ParseDict(_body(name), api_pb2.CreateClusterMsg())
+
+
+def test_portico_call_finds_grpc_on_the_http_port(server: Server) -> None:
+    # The shell that runs `portico serve` with PORTICO_SERVER=pyvoy finds gRPC on its HTTP port.
+    token = dict(run(_token_of(server)))["authorization"].removeprefix("Bearer ")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PORTICO_")}
+    env |= {"PORTICO_SERVER": "pyvoy", "PORTICO_HTTP_PORT": str(server.http_port)}
+    called = subprocess.run(
+        [sys.executable, "-m", "app", "call", VERSION[1:], "--token", token],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert called.returncode == 0, called.stderr
+    assert '"git_version"' in called.stdout or '"gitVersion"' in called.stdout
+
+
+async def _token_of(server: Server) -> tuple[tuple[str, str], ...]:
+    async with _channel(server) as channel:
+        return await _token(channel)

@@ -34,6 +34,9 @@ from app.settings.config import ConfigurationError, Settings
 
 SUPERVISOR_ENV = "PORTICO_SUPERVISOR"  # the supervisor's socket, in the abstract namespace
 READY, DRAIN, DRAINED = b"ready", b"drain", b"drained"
+# How often a stream whose request has ended asks pyvoy whether its client is still there.
+DISCONNECT_POLL_FIRST_SECONDS = 0.05
+DISCONNECT_POLL_MAX_SECONDS = 1.0
 
 log = logging.getLogger("portico")
 
@@ -58,6 +61,8 @@ class PyvoyApp:
         assert task is not None
         self.in_flight.add(task)
         try:
+            if scope["type"] == "http":
+                receive = _BodyThenDisconnect(receive)
             await self.http(scope, receive, _dropped_once_gone(send))
         finally:
             self.in_flight.discard(task)
@@ -153,6 +158,35 @@ class WebSocketBridge:
         served = self.target(scope, receive_here, send_here)
         # Cancelled here (the connection gone), the call is cancelled there too.
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(served, owner))
+
+
+class _BodyThenDisconnect:
+    """``receive`` as uvicorn's behaves: once the body has ended, the next event is the
+    disconnect, whenever it comes. pyvoy answers every receive after the body at once with
+    another empty end of body, until the client has gone: a stream's reader, waiting for the
+    disconnect, would spin (or stall on its full queue and never hear it). So it asks pyvoy
+    again at growing intervals, at most once a second: a client that goes away ends its
+    stream within about a second."""
+
+    __slots__ = ("_ended", "_receive")
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._ended = False
+
+    async def __call__(self) -> Any:
+        if not self._ended:
+            message = await self._receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                self._ended = True
+            return message
+        pause = DISCONNECT_POLL_FIRST_SECONDS
+        while True:
+            message = await self._receive()
+            if message["type"] != "http.request":
+                return message
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, DISCONNECT_POLL_MAX_SECONDS)
 
 
 def _dropped_once_gone(send: Send) -> Send:

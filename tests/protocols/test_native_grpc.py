@@ -25,7 +25,7 @@ from gen.edgeproto import flavor_pb2, node_pb2, notice_pb2
 from gen.scheduler import scheduler_pb2
 from gen.services.auth import auth_pb2
 from gen.v1alpha import api_pb2 as runtime_pb2
-from tests.harness import ADMIN_PASSWORD, run
+from tests.harness import ADMIN_PASSWORD, eventually, run
 from tests.reliability.server import Server, start_server
 from tests.services.kaas.test_cluster_service import _body
 from tests.services.kudo.world import certificate
@@ -301,3 +301,45 @@ def test_portico_call_finds_grpc_on_the_http_port(server: Server) -> None:
 async def _token_of(server: Server) -> tuple[tuple[str, str], ...]:
     async with _channel(server) as channel:
         return await _token(channel)
+
+
+def test_calls_are_counted_and_a_stream_ends_when_its_client_goes(server: Server) -> None:
+    listen_rpc = 'rpc="v1alpha.PublicAPI.ListenEvents"'
+
+    def open_listens() -> float:
+        text = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+        for line in text.splitlines():
+            grpc_streams = line.startswith("portico_open_streams{") and 'transport="grpc"' in line
+            if grpc_streams and listen_rpc in line:
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    async def scenario() -> None:
+        async with _channel(server) as channel:
+            auth = await _token(channel)
+            await _method(channel, VERSION, api_pb2.GetVersionReply)(
+                api_pb2.GetVersionMsg(), metadata=auth
+            )
+            listen = channel.unary_stream(
+                "/v1alpha.PublicAPI/ListenEvents",
+                request_serializer=_serialize,
+                response_deserializer=runtime_pb2.ListenEventsResponse.FromString,
+            )
+            call = listen(runtime_pb2.ListenEventsRequest(), metadata=auth)
+            await eventually(
+                lambda: asyncio.to_thread(lambda: open_listens() == 1), what="the stream open"
+            )
+            call.cancel()  # the client goes: the server's call ends too
+            await eventually(
+                lambda: asyncio.to_thread(lambda: open_listens() == 0), what="the stream ended"
+            )
+
+    run(scenario())
+    counted = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+    assert any(
+        line.startswith("portico_requests_total{")
+        and 'transport="grpc"' in line
+        and 'rpc="cnct.kaas.api.Cluster.GetVersionInformation"' in line
+        and 'code="OK"' in line
+        for line in counted.splitlines()
+    ), counted

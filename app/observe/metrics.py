@@ -41,8 +41,7 @@ LAG_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30
 
 REQUESTS = Counter(
     "portico_requests_total",
-    "RPC calls that ended, by transport, RPC, gRPC code and HTTP status (empty on the gRPC "
-    "port).",
+    "RPC calls that ended, by transport, RPC, gRPC code and HTTP status (empty on the gRPC port).",
     ["transport", "rpc", "code", "http_status"],
 )
 REQUEST_SECONDS = Histogram(

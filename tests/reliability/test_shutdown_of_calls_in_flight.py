@@ -43,10 +43,12 @@ def _write_lock_taken(path: Path) -> bool:
 
 
 def test_a_call_still_running_when_the_grace_ends_gets_503_and_the_process_exits_in_time(
-    tmp_path: Path,
+    tmp_path: Path, http_server: str
 ) -> None:
     data = tmp_path / "data"
-    server = start_server(data, env={"PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE)})
+    server = start_server(
+        data, env={"PORTICO_SHUTDOWN_GRACE_SECONDS": str(GRACE)}, server=http_server
+    )
     holder: sqlite3.Connection | None = None
 
     async def scenario() -> tuple[httpx.Response, httpx.Response, float]:

@@ -25,6 +25,7 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "(b) cold / warm": ("b_read_cold", "b_read"),
         "(c)/(c) floor": ("c_create", "c_floor"),
         "(a) rate limited / not": ("a_version_rate_limited", "a_version_unlimited"),
+        "(h) gzipped / plain, req/s": ("h_list_gzip", "h_list"),
         "gRPC unary, one port / grpc.aio port": ("g_unary_one_port", "g_unary_grpc_aio"),
         "gRPC stream, one port / grpc.aio port": ("g_stream_one_port", "g_stream_grpc_aio"),
         "(a) REST, pyvoy / uvicorn": ("a_version_pyvoy", "a_version_uvicorn"),
@@ -34,6 +35,11 @@ def derive(run: dict[str, Any], workers: int) -> None:
         for name, (top, bottom) in ratios.items()
         if rps.get(top) and rps.get(bottom)
     }
+    plain, gzipped = run.get("h_list", {}), run.get("h_list_gzip", {})
+    if plain.get("reply_bytes") and gzipped.get("reply_bytes"):
+        run["ratios"]["(h) bytes of a reply on the wire, gzipped / plain"] = (
+            gzipped["reply_bytes"] / plain["reply_bytes"]
+        )
     run["targets"] = targets(run, workers)
 
 

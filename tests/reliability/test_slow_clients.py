@@ -128,22 +128,27 @@ def test_a_body_that_never_completes_is_cut_off(tmp_path: Path) -> None:
             running(tmp_path, body_timeout_seconds=TIMEOUT) as server,
             _served(server.portico.http_app, tmp_path) as port,
         ):
-            token = await server.login()
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(
-                b"POST /api/v1/cluster HTTP/1.1\r\nHost: portico\r\n"
-                b"Authorization: Bearer " + token.encode() + b"\r\n"
-                b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name": '
-            )
-            await writer.drain()
-            started = time.perf_counter()
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-            took = time.perf_counter() - started
-            writer.close()
+            head, took = await _unfinished_body(port, await server.login())
             assert head.startswith(b"HTTP/1.1 408"), head
             assert took < TIMEOUT + 2
 
     run(scenario())
+
+
+async def _unfinished_body(port: int, token: str) -> tuple[bytes, float]:
+    """Send a request whose body never completes: the head of the answer, and how long it took."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        b"POST /api/v1/cluster HTTP/1.1\r\nHost: portico\r\n"
+        b"Authorization: Bearer " + token.encode() + b"\r\n"
+        b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name": '
+    )
+    await writer.drain()
+    started = time.perf_counter()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    took = time.perf_counter() - started
+    writer.close()
+    return head, took
 
 
 def test_pyvoy_cuts_off_slow_and_oversized_heads_and_slow_bodies(tmp_path: Path) -> None:
@@ -171,19 +176,9 @@ def test_pyvoy_cuts_off_slow_and_oversized_heads_and_slow_bodies(tmp_path: Path)
         writer.close()
         assert answer.startswith(b"HTTP/1.1 431"), answer
 
-        token = login(served)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(
-            b"POST /api/v1/cluster HTTP/1.1\r\nHost: portico\r\n"
-            b"Authorization: Bearer " + token.encode() + b"\r\n"
-            b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name": '
-        )
-        await writer.drain()
-        started = time.perf_counter()
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-        writer.close()
+        head, took = await _unfinished_body(port, login(served))
         assert head.startswith(b"HTTP/1.1 408"), head
-        assert time.perf_counter() - started < TIMEOUT + 2
+        assert took < TIMEOUT + 2
 
     try:
         served.wait_ready()

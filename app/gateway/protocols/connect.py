@@ -14,7 +14,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 import grpc
 from starlette.types import Receive, Scope, Send
@@ -30,7 +30,7 @@ from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, new_call, unary_reply
 from app.gateway.open_streams import shutting_down
-from app.gateway.protocols.enveloped import LastFrameWire, begin_observation, serve_enveloped
+from app.gateway.protocols.enveloped import LastFrameWire, ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
 from app.gateway.stages import Stages
 from app.observe.calls import Observation
@@ -63,13 +63,13 @@ def error_dict(error: GatewayError) -> dict[str, object]:
     return found
 
 
-class ConnectFlow:
+class ConnectFlow(ProtocolFlow):
     """Serves one RPC's plan in the Connect protocol."""
 
+    protocol = "connect"
+
     def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
-        self.stages = stages
-        self.proto = proto
-        self.json = json_codec
+        super().__init__(stages, proto, json_codec)
         # By the exact content type, as clients send it.
         self._unary_codecs: dict[bytes, WireCodec] = {
             _UNARY_TYPES[codec.name]: codec for codec in (proto, json_codec)
@@ -78,20 +78,17 @@ class ConnectFlow:
     def codec_for(self, name: str) -> WireCodec | None:
         return self.proto if name == "proto" else self.json if name == "json" else None
 
-    async def __call__(
+    def serve(
         self,
         plan: BindingPlan,
         scope: Scope,
         headers: http_io.Headers,
+        observation: Observation,
         receive: Receive,
         send: Send,
-    ) -> None:
-        """Serve one call; ``headers`` are the request's by name."""
-        request_id = http_io.request_id(headers)
-        observation = begin_observation(self.stages, "connect", plan, headers, request_id)
+    ) -> Awaitable[Ended]:
         serve = self._unary if plan.method.kind == "unary" else self._stream
-        flow = serve(plan, scope, headers, request_id, observation, receive, send)
-        await http_io.observed(observation, flow)
+        return serve(plan, scope, headers, observation.request_id, observation, receive, send)
 
     async def _stream(
         self,

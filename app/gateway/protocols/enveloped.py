@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Protocol
 
 from google.protobuf.message import Message
-from starlette.types import Receive, Send
+from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
-from app.gateway.codec.wire_codecs import WireCodec
+from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import BadRequest, GatewayError
 from app.gateway.http_io import Ended
@@ -71,6 +71,45 @@ class LastFrameWire:
         self, error: GatewayError | None, context: GatewayContext
     ) -> list[tuple[bytes, bytes]]:
         return []
+
+
+class ProtocolFlow:
+    """What every RPC protocol's flow (Connect, gRPC-Web, native gRPC) shares: the stages and
+    codecs it serves with, and the call's telemetry around whatever its :meth:`serve` does."""
+
+    protocol = ""  # its calls' transport, as telemetry names it
+
+    def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
+        self.stages = stages
+        self.proto = proto
+        self.json = json_codec
+
+    async def __call__(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Serve one call; ``headers`` are the request's by name."""
+        request_id = http_io.request_id(headers)
+        observation = begin_observation(self.stages, self.protocol, plan, headers, request_id)
+        await http_io.observed(
+            observation, self.serve(plan, scope, headers, observation, receive, send)
+        )
+
+    def serve(
+        self,
+        plan: BindingPlan,
+        scope: Scope,
+        headers: http_io.Headers,
+        observation: Observation,
+        receive: Receive,
+        send: Send,
+    ) -> Awaitable[Ended]:
+        """The call in this protocol, answered; how it ended."""
+        raise NotImplementedError
 
 
 async def serve_enveloped(

@@ -9,13 +9,13 @@ is the same bytes in base64, for clients that cannot read binary streams. Every 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from urllib.parse import quote
 
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
-from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
+from app.gateway.codec.wire_codecs import WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import (
     STATUS_DETAILS_KEY,
@@ -26,9 +26,8 @@ from app.gateway.errors import (
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import new_call
-from app.gateway.protocols.enveloped import LastFrameWire, begin_observation, serve_enveloped
+from app.gateway.protocols.enveloped import LastFrameWire, ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import base64_chunks, envelope
-from app.gateway.stages import Stages
 from app.observe.calls import Observation
 
 TRAILERS = 0x80
@@ -37,30 +36,23 @@ _TEXT = "application/grpc-web-text"
 _ENCODINGS = ("", "identity", "gzip")
 
 
-class GrpcWebFlow:
+class GrpcWebFlow(ProtocolFlow):
     """Serves one RPC's plan in gRPC-Web."""
 
-    def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
-        self.stages = stages
-        self.proto = proto
-        self.json = json_codec
+    protocol = "grpc-web"
 
-    async def __call__(
+    def serve(
         self,
         plan: BindingPlan,
         scope: Scope,
         headers: http_io.Headers,
+        observation: Observation,
         receive: Receive,
         send: Send,
-    ) -> None:
-        """Serve one call; ``headers`` are the request's by name."""
-        request_id = http_io.request_id(headers)
+    ) -> Awaitable[Ended]:
         mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
-        text = mime.startswith(_TEXT)
-        wire = GrpcWebWire(mime, self.proto, text, headers)
-        observation = begin_observation(self.stages, "grpc-web", plan, headers, request_id)
-        flow = self._serve(plan, scope, headers, wire, observation, receive, send)
-        await http_io.observed(observation, flow)
+        wire = GrpcWebWire(mime, self.proto, mime.startswith(_TEXT), headers)
+        return self._serve(plan, scope, headers, wire, observation, receive, send)
 
     async def _serve(
         self,

@@ -14,7 +14,7 @@ import asyncio
 import base64
 import binascii
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from urllib.parse import quote, unquote
 
 import grpc
@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
-from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
+from app.gateway.codec.wire_codecs import WireCodec
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
@@ -31,9 +31,8 @@ from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, admit, unary_reply
 from app.gateway.open_streams import shutting_down
-from app.gateway.protocols.enveloped import begin_observation, serve_enveloped
+from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
-from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation, Telemetry
 
 CONTENT_TYPE = b"application/grpc"
@@ -65,32 +64,25 @@ def is_native_grpc(content_type: bytes) -> bool:
     return content_type.startswith(CONTENT_TYPE) and content_type[16:17] in (b"", b"+", b";")
 
 
-class NativeGrpcFlow:
+class NativeGrpcFlow(ProtocolFlow):
     """Serves one RPC's plan in native gRPC."""
 
-    def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
-        self.stages = stages
-        self.proto = proto
-        self.json = json_codec
+    protocol = "grpc"
 
-    async def __call__(
+    def serve(
         self,
         plan: BindingPlan,
         scope: Scope,
         headers: http_io.Headers,
+        observation: Observation,
         receive: Receive,
         send: Send,
-    ) -> None:
-        """Serve one call; ``headers`` are the request's by name."""
-        request_id = http_io.request_id(headers)
-        observation = begin_observation(self.stages, "grpc", plan, headers, request_id)
+    ) -> Awaitable[Ended]:
+        request_id = observation.request_id
         if TRAILERS_EXTENSION not in scope.get("extensions", ()):
-            flow = _without_trailers(send, request_id)
-        elif plan.method.kind == "unary":
-            flow = self._unary(plan, scope, headers, request_id, observation, receive, send)
-        else:
-            flow = self._stream(plan, scope, headers, request_id, observation, receive, send)
-        await http_io.observed(observation, flow)
+            return _without_trailers(send, request_id)
+        serve = self._unary if plan.method.kind == "unary" else self._stream
+        return serve(plan, scope, headers, request_id, observation, receive, send)
 
     async def _unary(
         self,

@@ -100,6 +100,10 @@ async def start_worker(config: dict[str, Any], env: dict[str, str]) -> asyncio.s
         "--config-yaml",
         json.dumps(config),
         "--use-dynamic-base-id",
+        # One Envoy worker thread per process: the app has one event loop, and more processes
+        # (--workers) are the way to more cores; by default Envoy starts one per core.
+        "--concurrency",
+        "1",
         # The app logs; Envoy's own lines would repeat its whole configuration.
         "--log-level",
         "off",

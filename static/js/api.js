@@ -108,13 +108,16 @@ function merged(a, b) {
   return out;
 }
 
-export async function readJson(response) {
-  const text = await response.text();
+function parsed(text) {
   try {
     return JSON.parse(text);
   } catch (error) {
     return text; // not JSON (a proxy's error page, say): shown as it is
   }
+}
+
+export async function readJson(response) {
+  return parsed(await response.text());
 }
 
 // An error as a google.rpc.Status-like object, whatever failed.
@@ -164,21 +167,62 @@ function replySchema(rpc) {
   return (((ok && ok.content) || {})['application/json'] || {}).schema || {};
 }
 
+// What a polling view was last answered, per request: a reply with an ETag (the revisions of
+// the stored objects it holds) is remembered, the next ask for the same request sends it back
+// in If-None-Match, and a 304 (nothing changed, no body) gives the remembered reply again, so
+// the view finds its text unchanged and leaves the page as it is. One entry per request (the
+// route, the caller's token, the body), at most REVALIDATED_MAX of them (the least recently
+// used goes first), all dropped when the view is left. Connect's unary POST has no conditional
+// form, so only REST calls revalidate.
+const REVALIDATED_MAX = 64;
+const revalidated = new Map(); // key -> { etag, text }
+
+function revalidation(path, text) {
+  const key = `${path}\n${token() || ''}\n${text}`;
+  const entry = revalidated.get(key);
+  if (entry) {
+    revalidated.delete(key); // to the end: the most recently used
+    revalidated.set(key, entry);
+  }
+  return { key, entry };
+}
+
+function rememberReply(key, response, text) {
+  const etag = response.headers.get('etag');
+  if (response.status !== 200 || !etag) {
+    revalidated.delete(key);
+    return;
+  }
+  revalidated.delete(key);
+  revalidated.set(key, { etag, text });
+  while (revalidated.size > REVALIDATED_MAX) revalidated.delete(revalidated.keys().next().value);
+}
+
+export function forgetReplies() {
+  revalidated.clear();
+}
+
 // A unary call; resolves to the reply, rejects with a CallError. Calls a user made (remember)
-// join the history; a view's own refreshes do not.
-export async function call(rpc, body = {}, { signal, remember = false } = {}) {
+// join the history; a view's own refreshes do not, and revalidate (see above) when they poll.
+export async function call(rpc, body = {}, { signal, remember = false, revalidate = false } = {}) {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const started = performance.now();
   const connect = PROTOCOL === 'connect';
   const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
   if (connect) headers['Connect-Protocol-Version'] = '1';
-  const response = await fetch((connect ? CONNECT_PREFIX : '') + canonicalPath(rpc), {
+  const path = (connect ? CONNECT_PREFIX : '') + canonicalPath(rpc);
+  const known = revalidate && !connect ? revalidation(path, text) : null;
+  if (known && known.entry) headers['If-None-Match'] = known.entry.etag;
+  const response = await fetch(path, {
     method: 'POST',
     headers: authHeaders(headers),
     body: text,
     signal,
   });
-  let reply = await readJson(response);
+  if (known && known.entry && response.status === 304) return parsed(known.entry.text);
+  const replyText = await response.text();
+  if (known) rememberReply(known.key, response, replyText);
+  let reply = parsed(replyText);
   if (connect) reply = response.ok ? renamed(reply, replySchema(rpc)) : connectStatus(reply);
   if (remember) record(rpc, text, response.status, Math.round(performance.now() - started));
   if (response.status === 401) api.onUnauthenticated(reply);
@@ -187,24 +231,49 @@ export async function call(rpc, body = {}, { signal, remember = false } = {}) {
 }
 
 // A server stream read as NDJSON; onResult gets each result as it arrives. Resolves when the
-// stream ends; rejects with a CallError for an error reply or an {"error": Status} line.
-export async function stream(rpc, body, onResult, { signal, contentType = 'application/json', onOpen, remember = false } = {}) {
+// stream ends; rejects with a CallError for an error reply or an {"error": Status} line. With
+// revalidate, a stream that ends by itself (a Show) is remembered as a unary reply is, and a
+// 304 replays the remembered results.
+export async function stream(rpc, body, onResult, { signal, contentType = 'application/json', onOpen, remember = false, revalidate = false } = {}) {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  const response = await fetch(canonicalPath(rpc), {
+  const path = canonicalPath(rpc);
+  const headers = { 'Content-Type': contentType, Accept: 'application/x-ndjson' };
+  const known = revalidate ? revalidation(path, text) : null;
+  if (known && known.entry) headers['If-None-Match'] = known.entry.etag;
+  const response = await fetch(path, {
     method: 'POST',
-    headers: authHeaders({ 'Content-Type': contentType, Accept: 'application/x-ndjson' }),
+    headers: authHeaders(headers),
     body: text,
     signal,
   });
   if (remember) record(rpc, text, response.status, null);
+  if (known && known.entry && response.status === 304) {
+    for (const result of JSON.parse(known.entry.text)) onResult(result);
+    return;
+  }
   const type = response.headers.get('content-type') || '';
   if (!response.ok || !type.startsWith('application/x-ndjson')) {
+    if (known) revalidated.delete(known.key);
     const reply = await readJson(response);
     if (response.status === 401) api.onUnauthenticated(reply);
     throw new CallError(reply, response.status);
   }
   if (onOpen) onOpen(response);
-  await readResults(response, onResult);
+  if (!known) {
+    await readResults(response, onResult);
+    return;
+  }
+  const results = [];
+  try {
+    await readResults(response, (result) => {
+      results.push(result);
+      onResult(result);
+    });
+  } catch (error) {
+    revalidated.delete(known.key); // a stream cut short is not the reply its ETag names
+    throw error;
+  }
+  rememberReply(known.key, response, JSON.stringify(results));
 }
 
 // Reads an NDJSON reply line by line as it arrives: onResult gets each result; an

@@ -1,6 +1,6 @@
 // Pieces the views share: a view's lifetime (its timers and streams stop when the page moves
 // on), confirmation and form dialogs, notices, and the badge saying whether a view is live.
-import { api, CallError, codeName, requestSchema, stopAllLive } from './api.js';
+import { api, CallError, codeName, forgetReplies, requestSchema, stopAllLive } from './api.js';
 import { $, button, element, show } from './dom.js';
 import { buildForm } from './forms.js';
 import { mayCall } from './session.js';
@@ -41,6 +41,7 @@ export function leaveView() {
   }
   polls.clear();
   stopAllLive();
+  forgetReplies(); // what the view's polls remembered for revalidating
   const dialog = $('dialog');
   if (dialog.open) dialog.close('cancel');
 }

@@ -12,6 +12,8 @@ import { mayCall, mayChangeInstanceOf, tenant } from '../session.js';
 
 const E = 'edgeproto';
 const REFRESH_MS = 5000;
+// A refresh revalidates: a Show whose objects have not changed comes back as a 304 (api.js).
+const POLLING = { revalidate: true };
 
 const cloudletName = (key) => (key ? `${key.name} (${(key.operator_key || {}).name || '?'})` : '');
 const clusterInstName = (key) => (key ? `${(key.cluster_key || {}).name} @ ${cloudletName(key.cloudlet_key)}` : '');
@@ -22,13 +24,13 @@ const REFS = `${E}.CloudletRefsApi.ShowCloudletRefs`;
 
 async function world() {
   const [cloudlets, infos, refs, clusterInsts, appInsts, developers, apps] = await Promise.all([
-    collect(`${E}.CloudletApi.ShowCloudlet`),
-    collect(`${E}.CloudletInfoApi.ShowCloudletInfo`),
-    mayCall(REFS) ? collect(REFS) : Promise.resolve(null),
-    collect(`${E}.ClusterInstApi.ShowClusterInst`),
-    collect(`${E}.AppInstApi.ShowAppInst`),
-    collect(`${E}.DeveloperApi.ShowDeveloper`),
-    collect(`${E}.AppApi.ShowApp`),
+    collect(`${E}.CloudletApi.ShowCloudlet`, {}, POLLING),
+    collect(`${E}.CloudletInfoApi.ShowCloudletInfo`, {}, POLLING),
+    mayCall(REFS) ? collect(REFS, {}, POLLING) : Promise.resolve(null),
+    collect(`${E}.ClusterInstApi.ShowClusterInst`, {}, POLLING),
+    collect(`${E}.AppInstApi.ShowAppInst`, {}, POLLING),
+    collect(`${E}.DeveloperApi.ShowDeveloper`, {}, POLLING),
+    collect(`${E}.AppApi.ShowApp`, {}, POLLING),
   ]);
   const state = new Map(infos.map((info) => [JSON.stringify(info.key), info]));
   const used = new Map((refs || []).map((r) => [JSON.stringify(r.key), r]));
@@ -96,6 +98,7 @@ export function renderEdge(root, go) {
       draw(latest);
     } catch (error) {
       badge.set('failed', error);
+      shown = ''; // the failure replaced the cloudlets: the next reply draws them again
       cloudlets.replaceChildren(failure(error));
     }
   };
@@ -166,17 +169,22 @@ export function renderDeveloper(root, go, name) {
   const badge = liveBadge();
   const body = element('div', {}, element('p', { class: 'muted', text: 'Loading…' }));
   root.replaceChildren(element('p', {}, link('#/edge', '← Edge')), heading(`Developer ${name}`, badge), section('Object graph', body));
+  let shown = '';
   every(REFRESH_MS, async () => {
     try {
       const [apps, appInsts, clusterInsts] = await Promise.all([
-        collect(`${E}.AppApi.ShowApp`, { key: { developer_key: { name } } }),
-        collect(`${E}.AppInstApi.ShowAppInst`, { key: { app_key: { developer_key: { name } } } }),
-        collect(`${E}.ClusterInstApi.ShowClusterInst`, { key: { developer: name } }),
+        collect(`${E}.AppApi.ShowApp`, { key: { developer_key: { name } } }, POLLING),
+        collect(`${E}.AppInstApi.ShowAppInst`, { key: { app_key: { developer_key: { name } } } }, POLLING),
+        collect(`${E}.ClusterInstApi.ShowClusterInst`, { key: { developer: name } }, POLLING),
       ]);
       badge.set('polling', REFRESH_MS);
+      const text = JSON.stringify([apps, appInsts, clusterInsts]);
+      if (text === shown) return; // unchanged: the graph stays as it is
+      shown = text;
       body.replaceChildren(objectGraph(name, { apps, appInsts, clusterInsts }));
     } catch (error) {
       badge.set('failed', error);
+      shown = ''; // the failure replaced the graph: the next reply draws it again
       body.replaceChildren(failure(error));
     }
   });

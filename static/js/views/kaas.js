@@ -11,12 +11,14 @@ const REFRESH_MS = 3000;
 const DETAIL_LIMIT = 50; // clusters whose machines the list asks for on each refresh
 const SETTLED = new Set(['RUNNING', 'ERROR', 'DEGRADED']);
 const changing = (status) => !SETTLED.has(status);
+// A refresh revalidates: what has not changed since the last ask comes back as a 304 (api.js).
+const POLLING = { revalidate: true };
 
 async function clusterRows() {
-  const reply = await call(`${API}.GetClusterList`, {});
+  const reply = await call(`${API}.GetClusterList`, {}, POLLING);
   const clusters = reply.clusters || [];
   const nodes = await Promise.all(clusters.slice(0, DETAIL_LIMIT).map((c) =>
-    call(`${API}.GetClusterNodesStatus`, { clusterName: c.name }).catch(() => null)));
+    call(`${API}.GetClusterNodesStatus`, { clusterName: c.name }, POLLING).catch(() => null)));
   return clusters.map((cluster, index) => ({ ...cluster, nodes: nodes[index] }));
 }
 
@@ -58,6 +60,7 @@ export function renderClusters(root, go) {
       return busy;
     } catch (error) {
       badge.set('failed', error);
+      shown = ''; // the failure replaced the table: the next reply draws it again
       body.replaceChildren(failure(error));
       return false;
     }
@@ -164,8 +167,8 @@ export function renderCluster(root, go, name) {
   refresh = poll(REFRESH_MS, async () => {
     try {
       const [detail, nodes] = await Promise.all([
-        call(`${API}.GetCluster`, { name }),
-        call(`${API}.GetClusterNodesStatus`, { clusterName: name }),
+        call(`${API}.GetCluster`, { name }, POLLING),
+        call(`${API}.GetClusterNodesStatus`, { clusterName: name }, POLLING),
       ]);
       badge.set('polling', REFRESH_MS);
       const busy = changing(detail.cluster.status);
@@ -192,6 +195,7 @@ export function renderCluster(root, go, name) {
       return busy;
     } catch (error) {
       badge.set('failed', error);
+      shown = ''; // the failure replaced the summary: the next reply draws it again
       summary.replaceChildren(failure(error));
       return false;
     }

@@ -65,7 +65,7 @@ export function renderRuntime(root, go) {
   let pending = null;
   const refresh = async () => {
     try {
-      const reply = await call(`${RUNTIME}.ListPods`, { detail: true });
+      const reply = await call(`${RUNTIME}.ListPods`, { detail: true }, { revalidate: true });
       const list = reply.pods || [];
       const text = JSON.stringify(list);
       if (text === shown) return; // unchanged: keep focus and selection where they are

@@ -44,11 +44,11 @@ export function renderStorage(root) {
   const refresh = async () => {
     try {
       const [stats, radar, nodeList, res, koor] = await Promise.all([
-        call(`${STATS}.GetClusterStats`, {}),
-        call(`${STATS}.GetClusterRadar`, {}),
-        call(`${STATS}.GetClusterNodes`, {}),
-        call(`${STATS}.GetClusterResources`, {}),
-        call(`${STATS}.GetKoorCluster`, {}),
+        call(`${STATS}.GetClusterStats`, {}, { revalidate: true }),
+        call(`${STATS}.GetClusterRadar`, {}, { revalidate: true }),
+        call(`${STATS}.GetClusterNodes`, {}, { revalidate: true }),
+        call(`${STATS}.GetClusterResources`, {}, { revalidate: true }),
+        call(`${STATS}.GetKoorCluster`, {}, { revalidate: true }),
       ]);
       badge.set('polling', REFRESH_MS);
       const s = stats.stats || {};

@@ -119,8 +119,7 @@ class RpcDispatcher:
             await http_io.send_error(send, error, call.request_id, self._proto_names, context)
             return error.code.name, error.http_status
         payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
-        await http_io.send_reply(send, call.headers, payload, call.request_id, context)
-        return None
+        return await http_io.send_reply(send, call.headers, payload, call.request_id, context)
 
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
@@ -168,8 +167,9 @@ class RpcDispatcher:
             if not method.server_streaming:
                 reply = await self.stages.invoker.unary(call, request)
                 payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
-                await http_io.send_reply(send, call.headers, payload, call.request_id, context)
-                return None
+                return await http_io.send_reply(
+                    send, call.headers, payload, call.request_id, context
+                )
             _resume_from_last_event(call.headers)
             replies = self.stages.invoker.stream(call, request)  # UNIMPLEMENTED before the 200
             response.open()
@@ -193,7 +193,9 @@ class RpcDispatcher:
             streams.leave(stream)
         status = await response.finish(error, options.json)
         # A stream that failed after its 200 went out ends with its code under that 200.
-        return None if error is None else (error.code.name, status)
+        if error is None:
+            return None if status == 200 else http_io.NOT_MODIFIED
+        return error.code.name, status
 
 
 def _resume_from_last_event(headers: http_io.Headers) -> None:

@@ -34,7 +34,7 @@ from app.gateway.http.slow_reads import slow_reads
 from app.observe.calls import Observation
 
 Headers = dict[bytes, bytes]  # ASGI request headers, names in lower case
-# How a call ended, when not OK: the gRPC code's name and the HTTP status sent.
+# How a call ended, when not OK with a 200: the gRPC code's name and the HTTP status sent.
 Ended = tuple[str, int] | None
 # nginx's "client closed request": the client went away before the reply.
 CLIENT_CLOSED = 499
@@ -267,19 +267,25 @@ async def send_whole(
     await send({"type": "http.response.body", "body": payload})
 
 
+# How a call that ended well went out when its answer was not a 200: unchanged, as 304.
+NOT_MODIFIED: Ended = ("OK", 304)
+
+
 async def send_reply(
     send: Send, headers: Headers, payload: bytes, request_id: str, context: GatewayContext
-) -> None:
+) -> Ended:
     """A REST call's 200 reply: 304 with no body when ``If-None-Match`` names the reply's ETag,
-    else the body, gzipped when the client accepts it and it is large enough to gain."""
+    else the body, gzipped when the client accepts it and it is large enough to gain. How it
+    went out: None for the 200, :data:`NOT_MODIFIED` for a 304 (so telemetry counts it so)."""
     etag = None
     if context.initial_metadata or context.trailing_metadata_sent:
         etag = reply_coding.etag_of((*context.initial_metadata, *context.trailing_metadata_sent))
     if etag is not None and reply_coding.none_match(headers.get(b"if-none-match"), etag):
         await send_not_modified(send, request_id, context)
-        return
+        return NOT_MODIFIED
     body, extra = compression.whole_reply(payload, headers.get(b"accept-encoding"))
     await send_whole(send, 200, b"application/json", body, request_id, context, extra)
+    return None
 
 
 async def send_not_modified(send: Send, request_id: str, context: GatewayContext) -> None:

@@ -13,6 +13,7 @@ from app.gateway.routes import GatewayOptions, create_app
 from app.observe.calls import Telemetry
 from tests.gateway.conftest import run, shelf_registry
 from tests.gateway.shelf import SERVICE, ShelfServicer
+from tests.gateway.test_reply_coding import RevisionedShelf
 from tests.harness import uvicorn_serving
 from tests.observe.probes import delta, parse
 
@@ -61,3 +62,25 @@ def test_rest_streams_and_websocket_chats_are_counted_with_their_messages() -> N
         ]
         == 0
     )
+
+
+def test_a_304_is_counted_as_a_304() -> None:
+    options = GatewayOptions(
+        authenticate=NO_AUTH, telemetry=Telemetry(metrics=True), metrics_endpoint=True
+    )
+    app = create_app(shelf_registry(), {SERVICE: RevisionedShelf()}, options)
+
+    async def check() -> tuple[str, str]:
+        async with uvicorn_serving(app) as address, httpx.AsyncClient() as client:
+            base = f"http://{address}"
+            before = (await client.get(f"{base}/metrics")).text
+            url = f"{base}/v1/shelves/s/things/a"
+            assert (await client.get(url, headers={"if-none-match": '"42"'})).status_code == 304
+            return before, (await client.get(f"{base}/metrics")).text
+
+    before_text, after_text = run(check())
+    labels = {"transport": "rest", "rpc": f"{SERVICE}.GetThing", "code": "OK"}
+    counted = delta(
+        parse(before_text), parse(after_text), "portico_requests_total", **labels, http_status="304"
+    )
+    assert counted == 1

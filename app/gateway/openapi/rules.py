@@ -41,6 +41,8 @@ def constrain(schema: Schema, fd: descriptor.FieldDescriptor, rule: Rule) -> Sch
             schema["maxItems"] = min(rule.max_items, schema.get("maxItems", rule.max_items))
         if rule.min_items is not None:
             schema["minItems"] = rule.min_items
+        if rule.unique:
+            schema["uniqueItems"] = True
         schema["items"] = element(schema["items"], fd, rule, required=True)
         return schema
     return element(schema, fd, rule, required=rule.required)
@@ -197,7 +199,12 @@ def narrowed(
             target = _set(node, name, components)
         else:
             target = node["properties"][name]
+            options = target.get("anyOf", [])
+            if len(options) == 2 and options[1] == _NULL:
+                target = options[0]  # the value's schema, still or null
         _merge(target, _narrowing(last, rule))
+        if last.is_repeated and "items" in target:
+            target["items"] = element(target["items"], last, rule, required=True)
     return root
 
 

@@ -43,18 +43,19 @@ from schemathesis import GenerationMode
 from schemathesis.core.failures import FailureGroup
 from schemathesis.python import asgi
 
+from app.cli.codegen import portico_openapi
 from app.gateway.codec import streaming
 from app.gateway.openapi.document import NDJSON, SSE
 from app.gateway.registry import Registry
 from app.main import Portico
 from app.rules import field_rules
 from app.settings import limits
-from tests.harness import ADMIN_PASSWORD, settings_for
+from tests.harness import ADMIN_PASSWORD, run, running, settings_for
 from tests.serve_process import TEST_ENV, serve_process
 
 pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
 
-EXAMPLES = 1  # per operation and generation mode
+EXAMPLES = 2  # per operation and generation mode
 
 # What the server refuses that no schema can say, by the field the refusal names (its full
 # name), with why: each is described in the document (the rule's ``note``).
@@ -212,14 +213,17 @@ def _run(
     # one against the document's item schema. A live server's SSE opens at once (a refusal is
     # then an `error` event under 200), so there streams are read as NDJSON, whose headers wait
     # for the first reply or STREAM_HEADERS_WAIT_SECONDS: a refusal keeps its HTTP status.
-    # Other calls need no deadline.
+    # Either way a follow stream ends: its call carries a deadline (grpc-timeout) a second after
+    # its headers, which the server ends it at with a DEADLINE_EXCEEDED error line (a stream
+    # that keeps sending never falls silent for a client's read timeout to cut it); the read
+    # timeout a second later is the backstop. Other calls need no deadline.
     streaming = operation.definition.raw["x-portico-streaming"] in STREAMING
     call: dict[str, Any] = {"headers": headers}
-    if streaming and live:
-        wait = limits.STREAM_HEADERS_WAIT_SECONDS + STREAM_SECONDS
-        call = {"headers": {**headers, "Accept": NDJSON}, "timeout": wait}
-    elif streaming:
-        call = {"headers": {**headers, "Accept": SSE}, "timeout": STREAM_SECONDS}
+    if streaming:
+        opened = limits.STREAM_HEADERS_WAIT_SECONDS + STREAM_SECONDS
+        deadline = {"grpc-timeout": f"{round(opened * 1000)}m"}
+        accept = {"Accept": NDJSON if live else SSE}
+        call = {"headers": {**headers, **accept, **deadline}, "timeout": opened + STREAM_SECONDS}
 
     @settings(
         max_examples=EXAMPLES,
@@ -321,6 +325,30 @@ def test_what_no_schema_can_say_is_named_here_and_noted_in_the_document() -> Non
     assert set(UNSAYABLE) == noted
     assert set(UNSAYABLE_CALLS) == noted_calls
     assert all(UNSAYABLE.values()) and all(UNSAYABLE_CALLS.values())
+
+
+def test_an_undeclared_method_is_405_with_allow_naming_the_declared_ones(tmp_path: Path) -> None:
+    """Schemathesis' unsupported-method check, on every path of the document: a method the
+    document does not declare there (GET on a Connect/canonical path, say) is 405 with an Allow
+    header, and Allow names exactly the declared methods."""
+    document = portico_openapi()
+
+    async def wrong() -> list[tuple[str, str, int, str | None]]:
+        found = []
+        async with running(tmp_path) as server:
+            headers = {"authorization": f"Bearer {await server.login()}"}
+            for path, item in document["paths"].items():
+                declared = {method.upper() for method in item}
+                url = re.sub(r"\{[^}]+\}", "x", path)
+                for method in sorted({"GET", "POST", "PUT", "DELETE", "PATCH"} - declared):
+                    reply = await server.http.request(method, url, headers=headers)
+                    allow = reply.headers.get("allow")
+                    named = {m.strip() for m in (allow or "").split(",")} - {"HEAD", "OPTIONS"}
+                    if reply.status_code != 405 or named != declared:
+                        found.append((method, path, reply.status_code, allow))
+        return found
+
+    assert run(wrong()) == []
 
 
 def test_a_fuzzer_finds_the_server_doing_what_the_document_says(

@@ -113,7 +113,8 @@ def _calls(package: Any, url: str) -> list[str]:
     # The generator's Python client parses JSON and text/* bodies only: asked for server-sent
     # events, the generated call returns the stream's text, each event's data one item.
     body = operators.operator_api_show_operator(
-        edgeproto_operator=package.EdgeprotoOperator(), _headers={"Accept": "text/event-stream"}
+        edgeproto_operator_input=package.EdgeprotoOperatorInput(),
+        _headers={"Accept": "text/event-stream"},
     )
     assert isinstance(body, str), body
     events = [line.removeprefix("data:") for line in body.splitlines() if line.startswith("data:")]
@@ -121,7 +122,7 @@ def _calls(package: Any, url: str) -> list[str]:
     names = [item.result.key.name for item in items]
     # Item by item, as NDJSON arrives: the generator's call without preloading the body.
     raw = operators.operator_api_show_operator_without_preload_content(
-        edgeproto_operator=package.EdgeprotoOperator()
+        edgeproto_operator_input=package.EdgeprotoOperatorInput()
     )
     assert raw.headers["content-type"].startswith("application/x-ndjson")
     lines = [line for line in raw.read().decode().splitlines() if line]

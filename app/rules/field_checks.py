@@ -114,6 +114,9 @@ def _field_violations(message: Message, prefix: str, found: list[Violation]) -> 
             if problem:
                 found.append((prefix + name, problem))
                 continue
+            twice = rule.repeat(value)
+            if twice is not None:
+                found.append((f"{prefix}{name}[{twice}]", _repeated(value[twice])))
         if how == _MESSAGES:
             if walk:
                 for index, item in enumerate(value):
@@ -186,6 +189,14 @@ def _call_violations(
                 found.append((where, problem))
             elif rule.required and not value:
                 found.append((where, "is required"))
+            else:
+                twice = rule.repeat(value)
+                if twice is not None:
+                    found.append((f"{where}[{twice}]", _repeated(value[twice])))
+                for index, item in enumerate(value):
+                    item_problem = rule.problem(item) if fd.message_type is None else None
+                    if item_problem:
+                        found.append((f"{where}[{index}]", item_problem))
             return
         for index, item in enumerate(value):
             _call_violations(item, rest, f"{where}[{index}].", rule, found)
@@ -199,6 +210,11 @@ def _call_violations(
             found.append((where, "is required"))
         return
     found.extend(_value_violations(rule, value, where, set_=present))
+
+
+def _repeated(value: Any) -> str:
+    shown = repr(value)
+    return f"{shown if len(shown) <= 66 else shown[:65] + '…'} is given twice"
 
 
 def _descriptor(message: Message) -> descriptor.Descriptor:

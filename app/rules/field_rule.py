@@ -29,6 +29,7 @@ class Rule:
     reserved: tuple[Any, ...] = ()  # values the pattern admits but that are taken
     min_items: int | None = None
     max_items: int | None = None
+    unique: bool = False  # no element twice (JSON Schema's uniqueItems)
     note: str = ""  # what the servicer also checks that JSON Schema cannot say
 
     def problem(self, value: Any) -> str | None:
@@ -59,6 +60,17 @@ class Rule:
             return f"{_shown(value)} is reserved"
         return None
 
+    def repeat(self, values: Any) -> int | None:
+        """The index of the first element of ``values`` that an earlier one repeats, if the
+        rule wants each once; else None."""
+        if self.unique:
+            seen = set()
+            for index, value in enumerate(values):
+                if value in seen:
+                    return index
+                seen.add(value)
+        return None
+
     def count_problem(self, count: int) -> str | None:
         """Why a repeated field of ``count`` elements breaks the rule, or None."""
         if self.max_items is not None and count > self.max_items:
@@ -72,6 +84,10 @@ class Rule:
 @functools.cache
 def _compiled(pattern: str) -> re.Pattern[str]:
     # re's own cache is looked up with the flags on every call; a rule's pattern is fixed.
+    # A final `$` ends the text in JSON Schema (ECMA 262); in Python it also matches before a
+    # final newline, which the document's pattern refuses: `\Z` is the end, and only it.
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
     return re.compile(pattern)
 
 

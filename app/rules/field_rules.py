@@ -24,7 +24,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from app.rules import update_fields
 from app.rules.field_rule import Rule
+from app.rules.text_patterns import (
+    ACCESS_PORT,
+    IMAGE_REFERENCE,
+    IP_ADDRESS,
+    MAX_IMAGE_REFERENCE,
+    listed,
+)
 from app.settings.limits import (
     MAX_FILTERS,
     MAX_MACHINES_PER_POOL,
@@ -46,12 +54,14 @@ DNS_LABEL = Rule(
 # Kubernetes label keys ([prefix/]name) and values.
 LABEL_KEY = Rule(
     required=True,
-    pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    # The lookahead bounds the prefix to 253 characters.
+    pattern=r"^(?![^/]{254,}/)([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
-    says="is not a label key: an optional DNS-subdomain prefix and '/', then a name of 1-63 "
-    "characters of [A-Za-z0-9-_.] starting and ending with a letter or digit",
+    says="is not a label key: an optional DNS-subdomain prefix of at most 253 characters and "
+    "'/', then a name of 1-63 characters of [A-Za-z0-9-_.] starting and ending with a letter "
+    "or digit",
     max_length=253 + 1 + 63,
-    note="The prefix is at most 253 characters; no two labels of one list have the same key.",
+    note="No two labels of one list have the same key.",
 )
 LABEL_VALUE = Rule(
     pattern=r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
@@ -134,10 +144,12 @@ FIELD_RULES: dict[str, Rule] = {
     _KAAS + "CreateClusterMsg.k8s_version": Rule(
         note="One of the versions GetVersionInformation lists."
     ),
-    _KAAS + "CreateClusterMsg.worker_node_pools": POOLS,
+    _KAAS + "CreateClusterMsg.worker_node_pools": replace(POOLS, note=""),  # maxItems says it
     _KAAS + "AddNodePoolMsg.worker_node_pools": POOLS,
     _KAAS + "ScaleNodePoolMsg.node_pools": replace(POOLS, note=""),
-    _KAAS + "DeleteNodePoolMsg.node_pool_names": replace(POOL_NAME, max_items=MAX_WORKER_POOLS),
+    _KAAS + "DeleteNodePoolMsg.node_pool_names": replace(
+        POOL_NAME, max_items=MAX_WORKER_POOLS, unique=True, note=""
+    ),
     _KAAS + "ControlPlaneMachineSpec.count": Rule(
         required=True, choices=(1, 3, 5), says="must be 1, 3 or 5 for an etcd quorum"
     ),
@@ -153,7 +165,10 @@ FIELD_RULES: dict[str, Rule] = {
     _SCHEDULER + "Instance.id": IDENTIFIER,
     _SCHEDULER + "Instance.name": IDENTIFIER,
     _SCHEDULER + "Instance.uri": Rule(
-        note="An image reference such as `docker://nginx:1.27` (docker, oci or a registry path)."
+        pattern=IMAGE_REFERENCE,
+        says="is not an image reference ([docker:// or oci://][registry[:port]/]path[:tag]"
+        "[@digest], lower-case path)",
+        max_length=MAX_IMAGE_REFERENCE,
     ),
     _SCHEDULER + "Instance.ports": Rule(
         max_items=MAX_PORTS_PER_INSTANCE, note="No two ports have the same source."
@@ -206,9 +221,13 @@ FIELD_RULES: dict[str, Rule] = {
     "distributed_match_engine.Loc.latitude": Rule(minimum=-90, maximum=90),
     "distributed_match_engine.Loc.longitude": Rule(minimum=-180, maximum=180),
     _EDGE + "Cloudlet.num_dynamic_ips": NOT_NEGATIVE,
-    _EDGE + "Cloudlet.static_ips": Rule(note="Comma-separated IP addresses."),
+    _EDGE + "Cloudlet.static_ips": Rule(
+        pattern=listed(IP_ADDRESS),
+        says="must be comma-separated IP addresses (IPv4, or IPv6 without a zone)",
+    ),
     _EDGE + "App.access_ports": Rule(
-        note="Comma-separated `proto:port` pairs; proto is tcp, udp or http, port 1-65535."
+        pattern=listed(ACCESS_PORT),
+        says="must be comma-separated proto:port pairs, proto tcp, udp or http and port 1-65535",
     ),
     _EDGE + "ClusterInst.num_masters": Rule(maximum=16),
     _EDGE + "ClusterInst.num_nodes": Rule(maximum=1000),
@@ -239,7 +258,12 @@ def _edge_calls() -> dict[str, dict[str, Rule]]:
         for verb in ("Create", "Update", "Delete"):
             rules = dict.fromkeys(paths, REQUIRED)
             if verb == "Update":
-                rules["fields"] = Rule(min_items=1, note="The fields to update, by number or name.")
+                rules["fields"] = Rule(
+                    min_items=1,
+                    pattern=update_fields.pattern(update_fields.UPDATED[kind]),
+                    says=f"names no field of {kind} an update may change (by name or number, "
+                    "dotted for nested fields; not the key nor a field the controller sets)",
+                )
             calls[f"{_EDGE}{kind}Api.{verb}{kind}"] = rules
     calls[_EDGE + "FlavorApi.CreateFlavor"] |= {"ram": REQUIRED, "vcpus": REQUIRED}
     calls[_EDGE + "NotifyApi.StreamNotice"] = {

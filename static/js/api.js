@@ -76,8 +76,8 @@ export function requestSchema(method) {
   return media.schema || {};
 }
 
-// Follows local $refs (#/components/schemas/...), bounded in case of a cycle, and merges allOf
-// (an RPC's own rules laid over its request message): one schema with every keyword.
+// Follows local $refs (#/components/schemas/...), bounded in case of a cycle, merges allOf, and
+// reads a request's value-or-null as the value: one schema with every keyword.
 export function resolve(schema) {
   for (let hops = 0; schema && schema.$ref && hops < 32; hops += 1) {
     let node = api.doc;
@@ -90,7 +90,18 @@ export function resolve(schema) {
     const { allOf, ...own } = schema;
     return allOf.map(resolve).reduce(merged, own);
   }
+  if (isNullable(schema)) {
+    // A request's field that may be null (the unset field): a form edits the value, and a
+    // field left untouched is not sent at all.
+    const { anyOf, ...own } = schema;
+    return { ...resolve(anyOf[0]), ...own };
+  }
   return schema || {};
+}
+
+function isNullable(schema) {
+  const choices = schema && schema.anyOf;
+  return Array.isArray(choices) && choices.length === 2 && (choices[1] || {}).type === 'null';
 }
 
 // Both schemas' keywords; a property both describe is the allOf of the two, resolved when used.

@@ -134,7 +134,12 @@ def test_nested_path_variables_and_query_parameters_for_the_rest(doc):
         "pattern": decimal_pattern(-(2**63), 2**63 - 1),
     }
     assert query["filter.thing_kind"]["schema"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Kind"}
-    assert query["tags"]["schema"] == {"type": "array", "items": {"type": "string"}}
+    # A request's list holds at most the gateway's cap on repeated elements.
+    assert query["tags"]["schema"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "maxItems": 1000,
+    }
     assert query["tags"]["explode"] is True
     assert query["as_of"]["schema"] == {"type": "string", "format": "date-time"}
     assert query["page_size"]["schema"] == {
@@ -176,8 +181,36 @@ def test_body_field_binding_sends_that_field_and_the_rest_as_query(doc):
     path = _params(operation, "path")["name"]
     assert path["description"].startswith("Sets `thing.name`.")
     assert path["schema"]["pattern"] == "^shelves/[^/]+/things/[^/]+$"
-    assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
+    assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing.Input"}
     assert set(_params(operation, "query")) == {"update_mask"}
+
+
+def test_a_request_reads_null_as_unset_and_bounds_lists_where_a_reply_does_neither(doc):
+    """proto3 JSON (json_format) reads ``null`` as the unset field, and the gateway refuses a
+    request list over its cap: a message a request and a reply share gets a request component
+    of its own saying both, and the reply's stays plain (no null for clients to handle)."""
+    schemas = doc["components"]["schemas"]
+    reply, request = schemas["portico.test.v1.Thing"], schemas["portico.test.v1.Thing.Input"]
+    assert reply["properties"]["display_name"] == {"type": "string"}
+    assert request["properties"]["display_name"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}]
+    }
+    assert reply["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert request["properties"]["tags"]["anyOf"][0] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "maxItems": 1000,
+    }
+    assert request["properties"]["labels"]["anyOf"][0]["maxProperties"] == 1000
+    # A nested message is its request form too; the reply's refers to the reply's.
+    assert request["properties"]["parts"]["anyOf"][0]["items"] == {
+        "$ref": SCHEMAS + "portico.test.v1.Thing.Part.Input"
+    }
+    assert reply["properties"]["parts"]["items"] == {"$ref": SCHEMAS + "portico.test.v1.Thing.Part"}
+    # A message only requests hold has one component, under its own name.
+    assert "portico.test.v1.ListThingsRequest.Input" not in schemas
+    listed = schemas["portico.test.v1.ListThingsRequest"]
+    assert {"type": "null"} in listed["properties"]["parent"]["anyOf"]
 
 
 def test_delete_binding_has_no_body(doc):
@@ -196,7 +229,7 @@ def test_star_body_with_path_fields_is_the_message_without_them(doc):
 
 def test_star_body_without_path_fields_references_the_message(doc):
     operation = doc["paths"]["/v1/things:echo"]["post"]
-    assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing"}
+    assert _body_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.Thing.Input"}
     # Nothing in the path or query: only the headers of idempotency and conditional requests.
     assert [(p["name"], p["in"]) for p in operation["parameters"]] == [
         ("Idempotency-Key", "header"),
@@ -375,7 +408,7 @@ def test_client_stream_takes_an_ndjson_body(doc):
     operation = doc["paths"]["/v1/things:collect"]["post"]
     assert set(operation["requestBody"]["content"]) == {"application/x-ndjson"}
     assert _body_schema(operation, "application/x-ndjson") == {
-        "$ref": SCHEMAS + "portico.test.v1.Thing"
+        "$ref": SCHEMAS + "portico.test.v1.Thing.Input"
     }
     assert _reply_schema(operation) == {"$ref": SCHEMAS + "portico.test.v1.ThingSummary"}
 

@@ -37,7 +37,7 @@ from app.gateway.openapi.paths import Paths, query_parameters
 from app.gateway.openapi.proto_comments import source_comments
 from app.gateway.openapi.rules import (
     call_rules,
-    overlay,
+    narrowed,
     required_names,
 )
 from app.gateway.openapi.schemas import (
@@ -46,6 +46,7 @@ from app.gateway.openapi.schemas import (
     Schemas,
     reached,
     ref,
+    settle_inputs,
 )
 from app.gateway.registry import Method, Registry
 
@@ -98,6 +99,7 @@ def openapi_document(
     # to is noise to a reader and a warning in linters (Redocly's no-unused-components).
     shared = [paths.items, error, not_modified, too_many, headers]
     components = reached(schemas.components, shared)
+    settle_inputs(components, shared)
     return {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -249,7 +251,7 @@ def _request_body(plan: BindingPlan, schemas: Schemas) -> Schema | None:
     rules = call_rules(method.full_name)
     if method.client_streaming:
         # The router reads every request of a client stream from the NDJSON body.
-        line, _ = _narrowed(schemas.ref(input_desc), input_desc, rules, schemas)
+        line, _ = _narrowed(schemas.ref(input_desc, request=True), input_desc, rules, schemas)
         return {
             "required": False,  # no body: no requests
             "description": "One request message per line (NDJSON).",
@@ -260,17 +262,18 @@ def _request_body(plan: BindingPlan, schemas: Schemas) -> Schema | None:
     if plan.body == "*":
         top_level = frozenset(f[0].name for _, f in plan.path_fields if len(f) == 1)
         if top_level:
-            schema = schemas.message(input_desc, exclude=top_level)
-            schemas.ref(input_desc)  # the full message stays a component for the canonical route
+            schema = schemas.message(input_desc, exclude=top_level, request=True)
+            # The full message stays a component for the canonical route.
+            schemas.ref(input_desc, request=True)
         else:
-            schema = schemas.ref(input_desc)
+            schema = schemas.ref(input_desc, request=True)
         body_rules = {p: r for p, r in rules.items() if not is_bound(p, _path_bound(plan))}
         schema, required = _narrowed(schema, input_desc, body_rules, schemas)
         required = required or bool(required_names(input_desc, schemas.key))
     else:
         body_field = plan.body_field
         assert body_field is not None
-        schema = schemas.constrained(body_field)
+        schema = schemas.constrained(body_field, request=True)
         text = schemas.comments.get(body_field.full_name)
         if text:
             schema["description"] = text
@@ -287,12 +290,12 @@ def _request_body(plan: BindingPlan, schemas: Schemas) -> Schema | None:
 def _narrowed(
     schema: Schema, desc: descriptor.Descriptor, rules: Mapping[str, Any], schemas: Schemas
 ) -> tuple[Schema, bool]:
-    """``schema`` with this RPC's own rules (app.rules.field_rules.CALL_RULES) laid over it, and
+    """``schema`` with this RPC's own rules (app.rules.field_rules.CALL_RULES) merged in, and
     whether they require anything (so that an empty message is refused)."""
-    extra = overlay(desc, dict(rules), schemas.key)
-    if extra is None:
+    if not rules:
         return schema, False
-    return {"allOf": [schema, extra]}, bool(extra.get("required"))
+    merged = narrowed(schema, desc, dict(rules), schemas.key, schemas.components)
+    return merged, bool(merged.get("required"))
 
 
 def _path_bound(plan: BindingPlan) -> frozenset[str]:

@@ -222,7 +222,7 @@ def _query_parameter(
         parameter["description"] = text
     if fd.GetOptions().deprecated:
         parameter["deprecated"] = True
-    schema = schemas.constrained(fd)
+    schema = schemas.constrained(fd, request=True)
     if required and fd.is_repeated:
         schema["minItems"] = max(rule.min_items or 1, schema.get("minItems", 0))
     elif required:

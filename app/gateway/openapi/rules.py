@@ -1,8 +1,8 @@
 """The field rules of :mod:`app.rules.field_rules` as JSON Schema keywords, for the OpenAPI.
 
 A field's rule constrains its schema wherever the message appears; an RPC's own rules
-(``CALL_RULES``) become an overlay on that operation's request: ``allOf`` of the message and a
-partial schema that requires the paths and narrows their values, or a required query parameter.
+(``CALL_RULES``) are merged into that operation's request: a copy of the message's schema that
+requires the paths (no longer null) and narrows their values, or a required query parameter.
 
 proto3 cannot tell an unset scalar from its zero value, and a rule applies to values that are
 set: so a field that is not required admits its zero value (``""``, ``0``) besides the values
@@ -11,6 +11,7 @@ the rule allows. A required field excludes it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ _STRING_INTS = frozenset(
     {_F.TYPE_INT64, _F.TYPE_SINT64, _F.TYPE_SFIXED64, _F.TYPE_UINT64, _F.TYPE_FIXED64}
 )
 _FLOATS = frozenset({_F.TYPE_DOUBLE, _F.TYPE_FLOAT})
+_NULL = {"type": "null"}
+_COMPONENTS = "#/components/schemas/"
 
 
 def field_rule(fd: descriptor.FieldDescriptor) -> Rule | None:
@@ -35,9 +38,11 @@ def constrain(schema: Schema, fd: descriptor.FieldDescriptor, rule: Rule) -> Sch
     """``schema`` (the field's value schema: an array for a repeated field) under ``rule``."""
     if fd.is_repeated:
         if rule.max_items is not None:
-            schema["maxItems"] = rule.max_items
+            schema["maxItems"] = min(rule.max_items, schema.get("maxItems", rule.max_items))
         if rule.min_items is not None:
             schema["minItems"] = rule.min_items
+        if rule.unique:
+            schema["uniqueItems"] = True
         schema["items"] = element(schema["items"], fd, rule, required=True)
         return schema
     return element(schema, fd, rule, required=rule.required)
@@ -168,34 +173,77 @@ def call_rules(method: str) -> dict[str, Rule]:
     return CALL_RULES.get(method, {})
 
 
-def overlay(
+def narrowed(
+    schema: Schema,
     desc: descriptor.Descriptor,
     rules: dict[str, Rule],
     key: Callable[[descriptor.FieldDescriptor], str],
-) -> Schema | None:
-    """A partial schema of ``desc`` requiring and narrowing ``rules``' paths, or None."""
-    if not rules:
-        return None
-    root: Schema = {}
+    components: dict[str, Schema],
+) -> Schema:
+    """``schema`` (of a request's ``desc``) with this RPC's ``rules`` merged in: a copy in which
+    each rule's path is required (no longer null) and narrowed, the messages on the way inlined
+    from ``components``. One schema rather than ``allOf`` of the message and a partial one: a
+    field that is null or an object in one and an object in the other is more than generated
+    clients can merge."""
+    root = _inlined(schema, components)
     for path, rule in rules.items():
         node, fields = root, _resolve(desc, path)
         for fd in fields[:-1]:
-            node = _child(node, key(fd), required=True)
+            child = _set(node, key(fd), components)
+            node = child
             if fd.is_repeated:
-                node = node.setdefault("items", {})
+                node = child["items"] = _inlined(child["items"], components)
         last = fields[-1]
-        required = rule.required or bool(rule.min_items)
-        if required:
-            node.setdefault("required", []).append(key(last))
-        target = node.setdefault("properties", {}).setdefault(key(last), {})
-        target.update(_narrowing(last, rule))
+        name = key(last)
+        if rule.required or rule.min_items:
+            target = _set(node, name, components)
+        else:
+            target = node["properties"][name]
+            options = target.get("anyOf", [])
+            if len(options) == 2 and options[1] == _NULL:
+                target = options[0]  # the value's schema, still or null
+        _merge(target, _narrowing(last, rule))
+        if last.is_repeated and "items" in target:
+            target["items"] = element(target["items"], last, rule, required=True)
     return root
 
 
-def _child(node: Schema, name: str, *, required: bool) -> Schema:
-    if required and name not in node.get("required", []):
-        node.setdefault("required", []).append(name)
-    return node.setdefault("properties", {}).setdefault(name, {})
+def _set(node: Schema, name: str, components: dict[str, Schema]) -> Schema:
+    """The property ``name`` of ``node``, made required: not null, its message inlined."""
+    if name not in node.setdefault("required", []):
+        node["required"].append(name)
+    schema = node["properties"][name]
+    options = schema.get("anyOf", [])
+    if len(options) == 2 and options[1] == _NULL:  # a request's field: the value or null
+        schema = {**options[0], **{k: v for k, v in schema.items() if k != "anyOf"}}
+    schema = node["properties"][name] = _inlined(schema, components)
+    return schema
+
+
+def _inlined(schema: Schema, components: dict[str, Schema]) -> Schema:
+    """A copy of ``schema``; a reference to a message's component becomes a copy of it."""
+    target = schema.get("$ref", "")
+    if target.startswith(_COMPONENTS):
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        return {**copy.deepcopy(components[target.removeprefix(_COMPONENTS)]), **rest}
+    return copy.deepcopy(schema)
+
+
+def _merge(target: Schema, extra: Schema) -> None:
+    """``extra``'s keywords added to ``target``'s, both to hold."""
+    for keyword, value in extra.items():
+        if keyword not in target:
+            target[keyword] = value
+        elif keyword == "not":
+            target["not"] = {"anyOf": [target["not"], value]}
+        elif keyword in ("minLength", "minItems"):
+            target[keyword] = max(target[keyword], value)
+        elif keyword == "maxItems":
+            target[keyword] = min(target[keyword], value)
+        elif keyword == "description":
+            target[keyword] = f"{target[keyword]} {value}"
+        else:
+            target[keyword] = value
 
 
 def _narrowing(fd: descriptor.FieldDescriptor, rule: Rule) -> Schema:

@@ -4,6 +4,12 @@ Scalars, well-known types, maps, oneofs and enums as :mod:`app.gateway.codec.jso
 writes them, each field under its rule in :mod:`app.rules.field_rules`
 (:mod:`app.gateway.openapi.rules`), and the descriptions from the protos' comments. Messages become
 components referenced by name.
+
+A message read from a request is not quite the message a reply holds, so requests get components
+of their own (:func:`settle_inputs` names them): the proto3 JSON mapping reads ``null`` as an unset
+field (json_format does), so a request's field that is not required may be ``null``, and a
+request's lists and maps hold at most :data:`app.settings.limits.MAX_REPEATED_ELEMENTS` elements.
+A reply never writes ``null`` and has no such bound, so generated clients type its fields plainly.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from app.gateway.openapi.rules import (
     note,
     required_names,
 )
+from app.settings import limits
 
 Schema = dict[str, Any]
 
@@ -110,6 +117,36 @@ def reached(components: dict[str, Schema], roots: list[Any]) -> dict[str, Schema
 
 
 _REF_PREFIX = "#/components/schemas/"
+# A request's own component of a message also in replies: ``edgeproto.Cloudlet.Input``.
+INPUT = ".Input"
+_NULL: Schema = {"type": "null"}
+
+
+def settle_inputs(components: dict[str, Schema], roots: list[Any]) -> None:
+    """Give each request component (``X.Input``) its final name, in ``components`` and in every
+    reference from ``roots`` and the components: the message's own name where no reply holds
+    the message, and the reply's component where both read alike (a message of required
+    fields only)."""
+    while True:
+        renames = {}
+        for name, schema in components.items():
+            base = name.removesuffix(INPUT)
+            if name != base and components.get(base, schema) == schema:
+                renames[name] = base
+        if not renames:
+            return
+        for name, base in renames.items():
+            components[base] = components.pop(name)
+        targets = {_REF_PREFIX + old: _REF_PREFIX + new for old, new in renames.items()}
+        pending: list[Any] = [*roots, *components.values()]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, dict):
+                if node.get("$ref") in targets:
+                    node["$ref"] = targets[node["$ref"]]
+                pending.extend(node.values())
+            elif isinstance(node, list):
+                pending.extend(node)
 
 
 def ref(full_name: str) -> Schema:
@@ -129,19 +166,28 @@ class Schemas:
         """The field's name in JSON under the router's options."""
         return fd.name if self.options.proto_names else fd.json_name
 
-    def ref(self, desc: descriptor.Descriptor) -> Schema:
-        """A reference to a message's schema (or a well-known type's JSON form, inline)."""
+    def ref(self, desc: descriptor.Descriptor, *, request: bool = False) -> Schema:
+        """A reference to a message's schema (or a well-known type's JSON form, inline); with
+        ``request``, to the schema of the message as a request holds it."""
         if desc.full_name in _WELL_KNOWN:
             return copy.deepcopy(_WELL_KNOWN[desc.full_name])
         if desc.full_name in WRAPPERS:
             return self.scalar(desc.fields_by_name["value"])
-        if desc.full_name not in self.components:
-            self.components[desc.full_name] = {}  # placeholder first: messages may recurse
-            self.components[desc.full_name] = self.message(desc)
-        return ref(desc.full_name)
+        name = desc.full_name + (INPUT if request else "")
+        if name not in self.components:
+            self.components[name] = {}  # placeholder first: messages may recurse
+            self.components[name] = self.message(desc, request=request)
+        return ref(name)
 
-    def message(self, desc: descriptor.Descriptor, exclude: frozenset[str] = frozenset()) -> Schema:
-        """A message's JSON object schema, without the top-level fields in ``exclude``."""
+    def message(
+        self,
+        desc: descriptor.Descriptor,
+        exclude: frozenset[str] = frozenset(),
+        *,
+        request: bool = False,
+    ) -> Schema:
+        """A message's JSON object schema, without the top-level fields in ``exclude``; with
+        ``request``, as a request holds it (null for an unset field, bounded lists)."""
         schema: Schema = {"type": "object"}
         text = self.comments.get(desc.full_name) or _status_text(desc)
         oneofs = _real_oneofs(desc)
@@ -149,19 +195,29 @@ class Schemas:
         description = "\n\n".join(t for t in (text, *notes) if t)
         if description:
             schema["description"] = description
+        required_here = required_names(desc, self.key)
         schema["properties"] = {
-            self.key(fd): self.field(fd) for fd in desc.fields if fd.name not in exclude
+            self.key(fd): self.field(
+                fd, request=request, nullable=self.key(fd) not in required_here
+            )
+            for fd in desc.fields
+            if fd.name not in exclude
         }
-        required = [n for n in required_names(desc, self.key) if n in schema["properties"]]
+        required = [n for n in required_here if n in schema["properties"]]
         if required:
             schema["required"] = required
         if not self.options.ignore_unknown:
             schema["additionalProperties"] = False  # unknown fields are refused with 400
         return schema
 
-    def field(self, fd: descriptor.FieldDescriptor) -> Schema:
-        """A field's schema with its comment, oneof membership and deprecation."""
-        schema = self.constrained(fd)
+    def field(
+        self, fd: descriptor.FieldDescriptor, *, request: bool = False, nullable: bool = False
+    ) -> Schema:
+        """A field's schema with its comment, oneof membership and deprecation; in a request,
+        ``nullable`` admits ``null`` (the unset field, as json_format reads it)."""
+        schema = self.constrained(fd, request=request)
+        if request and nullable:
+            schema = {"anyOf": [schema, dict(_NULL)]}
         notes = [self.comments.get(fd.full_name, ""), note(fd)]
         oneof = fd.containing_oneof
         if oneof is not None and oneof in _real_oneofs(oneof.containing_type):
@@ -174,32 +230,36 @@ class Schemas:
             schema["deprecated"] = True
         return schema
 
-    def constrained(self, fd: descriptor.FieldDescriptor) -> Schema:
+    def constrained(self, fd: descriptor.FieldDescriptor, *, request: bool = False) -> Schema:
         """The field's value schema under its rule in app.rules.field_rules (the servicers')."""
-        schema = self.value(fd)
+        schema = self.value(fd, request=request)
         rule = field_rule(fd)
         return schema if rule is None else constrain(schema, fd, rule)
 
-    def value(self, fd: descriptor.FieldDescriptor) -> Schema:
-        """The schema of a field's JSON value: maps, arrays, messages, enums or scalars."""
+    def value(self, fd: descriptor.FieldDescriptor, *, request: bool = False) -> Schema:
+        """The schema of a field's JSON value: maps, arrays, messages, enums or scalars. A
+        request's lists and maps are bounded (the gateway's cap on repeated elements)."""
+        bound = {"maxItems": limits.MAX_REPEATED_ELEMENTS} if request else {}
         if is_map(fd):
             entry = map_entry(fd)
             schema: Schema = {
                 "type": "object",
-                "additionalProperties": self.single(entry.fields_by_name["value"]),
+                "additionalProperties": self.single(entry.fields_by_name["value"], request=request),
             }
             key = entry.fields_by_name["key"]
             if key.type != _F.TYPE_STRING:  # map keys are JSON strings of the key's type
                 schema["propertyNames"] = _map_key(key)
+            if request:
+                schema["maxProperties"] = limits.MAX_REPEATED_ELEMENTS
             return schema
         if fd.is_repeated:
-            return {"type": "array", "items": self.single(fd)}
-        return self.single(fd)
+            return {"type": "array", "items": self.single(fd, request=request), **bound}
+        return self.single(fd, request=request)
 
-    def single(self, fd: descriptor.FieldDescriptor) -> Schema:
+    def single(self, fd: descriptor.FieldDescriptor, *, request: bool = False) -> Schema:
         """One (non-repeated) value of the field's type."""
         if fd.message_type is not None:
-            return self.ref(fd.message_type)
+            return self.ref(fd.message_type, request=request)
         if fd.enum_type is not None:
             return self.enum(fd.enum_type)
         return self.scalar(fd)

@@ -17,6 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
+from app.rules.update_fields import READ_ONLY
 from gen.edgeproto import (
     app_inst_pb2,
     app_pb2,
@@ -107,28 +108,9 @@ FLAVOR = EdgeType(flavor_pb2.Flavor)
 CLUSTER = EdgeType(cluster_pb2.Cluster)
 APP = EdgeType(app_pb2.App)
 CLOUDLET = EdgeType(cloudlet_pb2.Cloudlet)
-CLUSTER_INST = EdgeType(
-    clusterinst_pb2.ClusterInst,
-    # ip_access is settled (and an address taken) at create; changing it needs a new ClusterInst.
-    read_only=frozenset(
-        {"state", "errors", "allocated_ip", "node_flavor", "auto", "liveness", "ip_access"}
-    ),
-)
-APP_INST = EdgeType(
-    app_inst_pb2.AppInst,
-    read_only=frozenset(
-        {
-            "state",
-            "errors",
-            "runtime_info",
-            "created_at",
-            "uri",
-            "mapped_ports",
-            "cloudlet_loc",
-            "liveness",
-        }
-    ),
-)
+# What users may not update is a field rule (the Update's `fields`), read from there.
+CLUSTER_INST = EdgeType(clusterinst_pb2.ClusterInst, read_only=READ_ONLY["ClusterInst"])
+APP_INST = EdgeType(app_inst_pb2.AppInst, read_only=READ_ONLY["AppInst"])
 CLOUDLET_INFO = EdgeType(cloudlet_pb2.CloudletInfo)
 CLUSTER_INST_INFO = EdgeType(clusterinst_pb2.ClusterInstInfo)
 APP_INST_INFO = EdgeType(app_inst_pb2.AppInstInfo)

@@ -30,6 +30,7 @@ import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
+from app.rules import update_fields
 from app.services import revisions
 from app.services.edge import crm, key_index, references
 from app.services.edge.fields import apply, matches, update_paths
@@ -52,7 +53,7 @@ from app.store import ObjectStore, Transaction
 from gen.edgeproto import app_inst_pb2, app_pb2, cluster_pb2, clusterinst_pb2, common_pb2
 
 Code = grpc.StatusCode
-PROTECTED = frozenset({k.KEY_FIELD, k.FIELDS_FIELD})
+PROTECTED = update_fields.PROTECTED  # the key and `fields`
 # ClusterInsts named like this are made for (and removed with) the AppInsts that name them.
 AUTO_CLUSTER_PREFIX = "autocluster"
 

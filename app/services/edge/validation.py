@@ -10,7 +10,6 @@ A cloudlet's location is a latitude in -90..90 and a longitude in -180..180 degr
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 from typing import Any
 
@@ -138,17 +137,6 @@ def check_key(kind: k.EdgeType, obj: Message, found: Violations) -> None:
     KEY_CHECKS[kind.name](found, kind.key_of(obj), "key")
 
 
-def access_ports_problem(text: str) -> str | None:
-    """Why ``text`` is not a ``tcp:80,http:443`` list, or None."""
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        proto, _, port = item.partition(":")
-        if proto.lower() not in _PORT_PROTOCOLS:
-            return f"{item!r}: the protocol must be one of {', '.join(_PORT_PROTOCOLS)}"
-        if not port.isdigit() or not 1 <= int(port) <= 65535:
-            return f"{item!r}: the port must be a number from 1 to 65535"
-    return None
-
-
 def _check_flavor(found: Violations, obj: flavor_pb2.Flavor) -> None:
     found.check(obj.ram > 0, "ram", "must be positive (MB of RAM)")
     found.check(obj.vcpus > 0, "vcpus", "must be positive (vCPU cores)")
@@ -161,9 +149,7 @@ def _check_app(found: Violations, obj: app_pb2.App) -> None:
         check_flavor_key(found, obj.default_flavor, "default_flavor")
     found.check(obj.image_type in app_pb2.ImageType.values(), "image_type", "unknown image type")
     found.check(obj.del_opt in app_pb2.DeleteType.values(), "del_opt", "unknown delete option")
-    problem = access_ports_problem(obj.access_ports)
-    if problem:
-        found.add("access_ports", problem)
+    # access_ports' syntax is its field rule (app.rules.field_rules), checked before this.
 
 
 def _check_optional_flavor(path: str) -> Callable[[Violations, Message], None]:
@@ -178,12 +164,7 @@ def _check_optional_flavor(path: str) -> Callable[[Violations, Message], None]:
 def _check_cloudlet(found: Violations, obj: cloudlet_pb2.Cloudlet) -> None:
     found.check(obj.ip_support in common_pb2.IpSupport.values(), "ip_support", "unknown IP support")
     found.check(obj.num_dynamic_ips >= 0, "num_dynamic_ips", "must not be negative")
-    for item in filter(None, (part.strip() for part in obj.static_ips.split(","))):
-        try:
-            ipaddress.ip_address(item)
-        except ValueError:
-            found.add("static_ips", f"{item!r} is not an IP address")
-            break
+    # static_ips' syntax is its field rule (app.rules.field_rules), checked before this.
     location = obj.location
     # Written as "within" so that NaN, which compares false with everything, is refused.
     found.check(

@@ -11,17 +11,21 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-_DOMAIN_PART = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-_DOMAIN = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?)"
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_TAG = r"[\w][\w.-]{0,127}"
-_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+from app.rules.text_patterns import (
+    IMAGE_COMPONENT,
+    IMAGE_DIGEST,
+    IMAGE_DOMAIN,
+    IMAGE_TAG,
+    MAX_IMAGE_REFERENCE,
+)
+
+# The grammar is the uri's field rule's (app.rules.text_patterns), with names for its parts.
 _REFERENCE = re.compile(
-    rf"^(?P<name>(?:(?P<domain>{_DOMAIN})/)?{_COMPONENT}(?:/{_COMPONENT})*)"
-    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$"
+    rf"(?P<name>(?:(?P<domain>{IMAGE_DOMAIN})/)?{IMAGE_COMPONENT}(?:/{IMAGE_COMPONENT})*)"
+    rf"(?::(?P<tag>{IMAGE_TAG}))?(?:@(?P<digest>{IMAGE_DIGEST}))?"
 )
 SCHEMES = {"docker://": "docker", "oci://": "oci"}
-MAX_URI = 1024
+MAX_URI = MAX_IMAGE_REFERENCE
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ def parse_reference(uri: str) -> ImageReference:
             raise InvalidReference(
                 f"{uri!r}: unsupported scheme (use docker:// or oci://, or none)"
             )
-    match = _REFERENCE.match(rest)
+    match = _REFERENCE.fullmatch(rest)  # `$` would let a final newline through
     if match is None:
         raise InvalidReference(
             f"{uri!r} is not an image reference ([registry[:port]/]path[:tag][@digest], "

@@ -1,8 +1,8 @@
 """Checks of scheduler requests: every problem of a request is reported at once, by field.
 
-The rules of single fields (identifiers, ports 1-65535, at most 64 ports, ``NAME=value``
-variables, positive resource limits) are in :mod:`app.rules.field_rules`, which the OpenAPI document
-also reads; the image reference and ports used twice are checked here.
+The rules of single fields (identifiers, the image reference, ports 1-65535, at most 64 ports,
+``NAME=value`` variables, positive resource limits) are in :mod:`app.rules.field_rules`, which the
+OpenAPI document also reads; ports used twice are checked here.
 
 Instance ids and names follow what the original controller sent: it picks ids itself
 (``<workload>-<random>``) and names workloads in mixed case. Both are 1-63 characters of letters,
@@ -13,7 +13,6 @@ segment, a log line and a cgroup name. An empty id asks the scheduler for one (a
 from __future__ import annotations
 
 from app.services.checked import rule_violations
-from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.status import Violations
 from gen.scheduler import scheduler_pb2 as pb
 
@@ -25,11 +24,6 @@ def instance_violations(instance: pb.Instance) -> Violations:
     found = rule_violations(instance, CREATE)
     # Refused whatever the unknown-input setting: the scheduler cannot run an unknown type.
     found.check(instance.type in pb.Type.values(), "type", f"unknown instance type {instance.type}")
-    if instance.uri:
-        try:
-            parse_reference(instance.uri)
-        except InvalidReference as exc:
-            found.add("uri", str(exc))
     sources: dict[int, int] = {}
     for index, port in enumerate(instance.ports):
         if port.source in sources:

@@ -183,16 +183,16 @@ def test_bad_instances_and_reports_are_refused_naming_the_fields(tmp_path):
             )
             assert reply.status_code == 400
             fields = [v["field"] for v in reply.json()["details"][0]["field_violations"]]
-            # The field rules' violations in field order, then the image reference's.
+            # The field rules' violations in field order (the image reference's among them).
             assert fields == [
                 "id",
                 "name",
+                "uri",
                 "environnement[0]",
                 "resource.limit.memory",
                 "resource.limit.disk",
                 "ports[0].source",
                 "ports[0].destination",
-                "uri",
             ]
             stub = pb_grpc.InstanceServiceStub(server.channel)
             with pytest.raises(grpc.aio.AioRpcError) as error:

@@ -180,6 +180,16 @@ def _add_proxy_command(commands: Any) -> None:
             "proxy_auth",
         ),
     )
+    proxy.add_argument("--workers", type=int, help=_setting("proxy processes", "workers"))
+    proxy.add_argument(
+        "--server",
+        choices=("uvicorn", "pyvoy"),
+        help=_setting(
+            "HTTP server; pyvoy also serves native gRPC on the HTTP port, and calls the upstreams "
+            "through Envoy",
+            "server",
+        ),
+    )
     proxy.add_argument("--http-host", help=_setting("REST/JSON listen address", "http_host"))
     proxy.add_argument("--http-port", type=int, help=_setting("REST/JSON port", "http_port"))
     proxy.add_argument(

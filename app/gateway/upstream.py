@@ -29,8 +29,9 @@ _KEY = re.compile(r"^[0-9a-z_.-]+$")
 _TEXT = re.compile(r"^[\x20-\x7e]*$")
 # HTTP/2 and gRPC's own headers: a caller may not set them on the upstream call.
 _RESERVED = frozenset({"content-type", "te", "host", "connection", "user-agent"})
-# Said by the HTTP side only: the proxy's own peer and forwarding are not the upstream's business.
-_NOT_FORWARDED = frozenset({"x-forwarded-for", "forwarded"})
+# Said by the HTTP side only: the proxy's own peer and forwarding are not the upstream's business;
+# a native gRPC caller's user-agent names its library, and the upstream call has its own.
+_NOT_FORWARDED = frozenset({"x-forwarded-for", "forwarded", "user-agent"})
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
 
 
@@ -106,21 +107,24 @@ class UpstreamInvoker:
         return grpc_call, feeder
 
     def _metadata(self, call: Call) -> Metadata:
-        found: list[tuple[str, str | bytes]] = []
-        for key, value in call.context.invocation_metadata():
-            if key in _NOT_FORWARDED or (
-                key == "authorization" and not self._forward_authorization
-            ):
-                continue
-            _check(key, value)
-            found.append((key, value))
-        for name in _TRACE_HEADERS:
-            header = call.headers.get(name)
-            if header is not None:
-                text = header.decode("latin-1")
-                _check(name.decode(), text)
-                found.append((name.decode(), text))
-        return tuple(found)
+        return forwarded_metadata(call, forward_authorization=self._forward_authorization)
+
+
+def forwarded_metadata(call: Call, *, forward_authorization: bool) -> Metadata:
+    """The call's metadata as the upstream call carries it (see the module's docstring)."""
+    found: list[tuple[str, str | bytes]] = []
+    for key, value in call.context.invocation_metadata():
+        if key in _NOT_FORWARDED or (key == "authorization" and not forward_authorization):
+            continue
+        _check(key, value)
+        found.append((key, value))
+    for name in _TRACE_HEADERS:
+        header = call.headers.get(name)
+        if header is not None:
+            text = header.decode("latin-1")
+            _check(name.decode(), text)
+            found.append((name.decode(), text))
+    return tuple(found)
 
 
 class ByService:
@@ -147,9 +151,15 @@ class ByService:
 
 def upstream_error(exc: grpc.aio.AioRpcError, context: GatewayContext) -> GatewayError:
     """The upstream's status as the gateway renders it: code, message and rich details."""
-    trailing = _pairs(exc.trailing_metadata())
+    return status_error(exc.code(), exc.details() or "", _pairs(exc.trailing_metadata()), context)
+
+
+def status_error(
+    code: grpc.StatusCode, message: str, trailing: Metadata, context: GatewayContext
+) -> GatewayError:
+    """An upstream's status and trailers as the gateway renders them: the trailers are the
+    reply's; a ``google.rpc.Status`` among them with the same code gives the details."""
     context.trailing_metadata_sent = trailing
-    code = exc.code()
     for key, value in trailing:
         if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
             try:
@@ -158,7 +168,7 @@ def upstream_error(exc: grpc.aio.AioRpcError, context: GatewayContext) -> Gatewa
                 break
             if CODE_BY_NUMBER.get(status.code) is code:
                 return GatewayError.from_status(status)
-    return GatewayError(code, exc.details() or "")
+    return GatewayError(code, message)
 
 
 def _multicallable(channel: grpc.aio.Channel, method: Method) -> Callable[..., Any]:

@@ -73,6 +73,7 @@ class Upstream:
 
     target: str
     channel: grpc.aio.Channel
+    index: int  # in PORTICO_UPSTREAMS
     descriptors: Descriptors | None = None
 
 
@@ -87,9 +88,6 @@ def check_proxy_settings(settings: Settings) -> None:
             "PORTICO_DESCRIPTOR_SET: needs exactly one upstream; allowed: a descriptor set with "
             "one --upstream (several upstreams describe themselves by reflection)"
         )
-    if settings.workers != 1:
-        refused = settings.workers
-        raise ConfigurationError(f"PORTICO_WORKERS: {refused} is not allowed; allowed: 1 (proxy)")
     check_upstream_tls(settings)
     if settings.descriptor_set:
         try:
@@ -149,13 +147,13 @@ class Proxy:
                 else "anyone who reaches it may call every method of the upstreams",
             )
         credentials = upstream_credentials(settings)
-        for target in settings.upstreams:
+        for index, target in enumerate(settings.upstreams):
             channel = (
                 grpc.aio.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
                 if credentials is not None
                 else grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
             )
-            self.upstreams.append(Upstream(target, channel))
+            self.upstreams.append(Upstream(target, channel, index))
         await self.reload(signalled=True)
         # Supervised: a bug in one reload must not end them all.
         self._work.append(asyncio.create_task(supervised(self._watch)))
@@ -220,7 +218,7 @@ class Proxy:
     async def _build(self) -> None:
         """A new app over the current descriptors, swapped in for the next request."""
         files: list[descriptor.FileDescriptor] = []
-        channels: dict[str, grpc.aio.Channel] = {}
+        channels: dict[str, Upstream] = {}
         local = self._local
         if local is not None:
             files.extend(s.descriptor.file for s in local.services)
@@ -236,14 +234,12 @@ class Proxy:
                 if name in channels:
                     log.warning("%s is served by two upstreams; calls go to the first", name)
                     continue
-                channels[name] = upstream.channel
+                channels[name] = upstream
                 files.append(found.pool.FindServiceByName(name).file)
         services = set(channels) | ({AUTH_SERVICE} if local is not None else set())
         registry = Registry(files, only=services)
         remote = [m for m in registry if m.service in channels]
-        invoker: Invoker = UpstreamInvoker(
-            remote, channels, forward_authorization=self.settings.proxy_auth == "passthrough"
-        )
+        invoker = self.upstream_invoker(remote, channels)
         if local is not None:
             by_service: dict[str, Invoker] = dict.fromkeys(channels, invoker)
             by_service[AUTH_SERVICE] = ServicerInvoker(local, self._servicers)
@@ -259,6 +255,19 @@ class Proxy:
             len(registry.services),
             ", ".join(u.target for u in self.upstreams),
         )
+
+    def upstream_invoker(self, methods: list[Method], upstreams: dict[str, Upstream]) -> Invoker:
+        """Who answers the upstreams' methods: their grpc.aio channels, by service."""
+        return UpstreamInvoker(
+            methods,
+            {service: upstream.channel for service, upstream in upstreams.items()},
+            forward_authorization=self.settings.proxy_auth == "passthrough",
+        )
+
+    @property
+    def http_app(self) -> ASGIApp:
+        """The app the HTTP server serves."""
+        return self.app
 
     def _openapi(self, registry: Registry, descriptor_set: bytes) -> dict[str, Any]:
         """The OpenAPI document: public methods are what a caller needs no token for."""

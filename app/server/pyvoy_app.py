@@ -1,11 +1,14 @@
-"""The ASGI app one pyvoy (Envoy) process runs: a Portico built from the ``PORTICO_*`` variables
+"""The ASGI app one pyvoy (Envoy) process runs: a server built from the ``PORTICO_*`` variables
 its supervisor set (:mod:`app.server.pyvoy_server`), started and stopped by the ASGI lifespan.
+This module's :data:`app` is a Portico; ``portico proxy`` runs a :class:`PyvoyApp` of its own
+(:mod:`app.proxy.pyvoy_app`) over the same lifespan, drain and reload.
 
 Envoy owns the process's signals, and a SIGTERM to it closes every connection at once. So the
 graceful stop is the supervisor's word instead: it connects over a local socket, and on
 ``drain`` the server fails readiness, refuses new calls, ends open streams with their final
 status, gives calls in flight the grace (then answers them UNAVAILABLE), and says ``drained``;
 only then is Envoy stopped. If the supervisor goes away, the server drains and stops by itself.
+A ``reload`` line (the supervisor's SIGHUP) asks a server that can reload to do so.
 
 pyvoy runs WebSocket connections in a network filter with an event loop (and thread) of its
 own; Portico lives on the HTTP filter's loop. So that filter runs :data:`websocket_app`, without
@@ -21,8 +24,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from starlette.types import Receive, Scope, Send
 
@@ -33,7 +36,7 @@ from app.server.serving import STARTUP_REFUSALS, settle_heap
 from app.settings.config import ConfigurationError, Settings
 
 SUPERVISOR_ENV = "PORTICO_SUPERVISOR"  # the supervisor's socket, in the abstract namespace
-READY, DRAIN, DRAINED = b"ready", b"drain", b"drained"
+READY, DRAIN, DRAINED, RELOAD = b"ready", b"drain", b"drained", b"reload"
 # How often a stream whose request has ended asks pyvoy whether its client is still there.
 DISCONNECT_POLL_FIRST_SECONDS = 0.05
 DISCONNECT_POLL_MAX_SECONDS = 1.0
@@ -41,11 +44,31 @@ DISCONNECT_POLL_MAX_SECONDS = 1.0
 log = logging.getLogger("portico")
 
 
-class PyvoyApp:
-    """Portico's HTTP app under pyvoy, with the lifespan and drain described above."""
+class Served(Protocol):
+    """What a worker runs: a Portico, or a proxy."""
 
-    def __init__(self) -> None:
-        self.portico: Portico | None = None
+    settings: Settings
+
+    @property
+    def http_app(self) -> Any: ...
+
+    @property
+    def shutting_down(self) -> bool: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def begin_shutdown(self) -> None: ...
+
+
+class PyvoyApp:
+    """A server's HTTP app under pyvoy, with the lifespan and drain described above; ``build``
+    makes the server from the settings."""
+
+    def __init__(self, build: Callable[[Settings], Served]) -> None:
+        self.build = build
+        self.portico: Served | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # the HTTP filter's, Portico's
         self.http: Any = None
         self.in_flight: set[asyncio.Task[Any]] = set()
@@ -96,7 +119,7 @@ class PyvoyApp:
             tracing.configure_from_environment()
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
-        self.portico = Portico(settings)
+        self.portico = self.build(settings)
         await self.portico.start()
         self.http = self.portico.http_app
         settle_heap()
@@ -108,8 +131,15 @@ class PyvoyApp:
             self._supervised = asyncio.create_task(self._supervise(reader, writer))
 
     async def _supervise(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Wait for the supervisor's ``drain`` (or its going away), then drain."""
+        """Reload when the supervisor says so; wait for its ``drain`` (or its going away), then
+        drain."""
         line = await reader.readline()
+        while line.strip() == RELOAD:
+            # Only a server that can reload is sent it (the proxy: its upstreams' descriptors).
+            reload = getattr(self.portico, "request_reload", None)
+            if reload is not None:
+                reload()
+            line = await reader.readline()
         await self.drain()
         if line.strip() == DRAIN:
             with contextlib.suppress(OSError):
@@ -225,5 +255,5 @@ async def _connect(name: str) -> tuple[asyncio.StreamReader, asyncio.StreamWrite
     return await asyncio.open_unix_connection(sock=sock)
 
 
-app = PyvoyApp()
+app = PyvoyApp(Portico)
 websocket_app = WebSocketBridge(app)

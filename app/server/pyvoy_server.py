@@ -1,13 +1,15 @@
 """Serving under pyvoy: Envoy's HTTP/1.1 and HTTP/2 in front of the same ASGI app, one port for
 REST, streams, WebSocket, Connect, gRPC-Web and native gRPC.
 
-``portico serve --server pyvoy`` stays a small supervisor: it checks the settings and claims the
-ports as for uvicorn, then runs one Envoy process per worker (each runs
-:mod:`app.server.pyvoy_app`, configured through the ``PORTICO_*`` variables it is handed, and
+``portico serve --server pyvoy`` (and ``portico proxy --server pyvoy``) stays a small supervisor:
+it checks the settings and claims the ports as for uvicorn, then runs one Envoy process per
+worker (each runs the ASGI module it is given, :mod:`app.server.pyvoy_app` or
+:mod:`app.proxy.pyvoy_app`, configured through the ``PORTICO_*`` variables it is handed, and
 binds the port with ``SO_REUSEPORT``, which the claim keeps to this server's own workers). The
 limits uvicorn's protocol enforces are Envoy's own settings here: the request head's deadline
 and size, keep-alive, HTTP/2's concurrent streams. On SIGTERM or SIGINT each worker is asked to
-drain over the supervisor's socket (see :mod:`app.server.pyvoy_app`) before its Envoy is stopped.
+drain over the supervisor's socket (see :mod:`app.server.pyvoy_app`) before its Envoy is stopped;
+a proxy's SIGHUP is passed on to each worker the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import secrets
 import signal
 import socket
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +31,13 @@ from pyvoy import PyvoyServer
 from pyvoy._server import get_envoy_environ
 
 from app import __version__
-from app.server.pyvoy_app import DRAIN, READY, SUPERVISOR_ENV
+from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
 from app.settings.config import Settings
 
 log = logging.getLogger("portico")
 
-APP = "app.server.pyvoy_app:app"
-WEBSOCKET_APP = "app.server.pyvoy_app:websocket_app"
+# The module a worker runs: its ``app`` and its ``websocket_app`` (see app/server/pyvoy_app.py).
+APP_MODULE = "app.server.pyvoy_app"
 # A request head (request line and headers) larger than this is refused with 431, as
 # uvicorn's parser refuses one past its own limit.
 MAX_REQUEST_HEADERS_KB = 64
@@ -47,10 +50,16 @@ DRAIN_MARGIN_SECONDS = 5.0
 class EnvoyConfig(PyvoyServer):
     """pyvoy's Envoy configuration for Portico's app, with the settings' limits added."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        module: str = APP_MODULE,
+        upstreams: Iterable[dict[str, Any]] = (),
+    ) -> None:
         self.settings = settings
+        self.module = module
         super().__init__(
-            APP,
+            f"{module}:app",
             address=settings.http_host,
             port=settings.http_port,
             tls_key=_path(settings.tls_key),
@@ -67,6 +76,8 @@ class EnvoyConfig(PyvoyServer):
             # Every WebSocket frame is a request message: the body limit holds for each.
             websockets_max_message_size=settings.max_body_bytes,
             websockets_compression=False,
+            # Envoy's clusters the app may call within a request (pyvoy's HTTPTransport).
+            upstreams=list(upstreams),
         )
 
     def get_envoy_config(self) -> dict[str, Any]:
@@ -79,15 +90,15 @@ class EnvoyConfig(PyvoyServer):
                     if typed.get("@type", "").endswith("HttpConnectionManager"):
                         typed.update(_limits(seconds))
                     elif network_filter.get("name") == "pyvoy-ws":
-                        _bridge_websockets(typed["filter_config"])
+                        _bridge_websockets(typed["filter_config"], self.module)
         return config
 
 
-def _bridge_websockets(filter_config: dict[str, Any]) -> None:
+def _bridge_websockets(filter_config: dict[str, Any], module: str) -> None:
     """pyvoy's WebSocket filter runs the app on a loop of its own, with a lifespan of its own
-    (a second Portico in the process): it runs the bridge to the HTTP filter's app instead."""
+    (a second server in the process): it runs the bridge to the HTTP filter's app instead."""
     options = json.loads(filter_config["value"])
-    options.update(app=WEBSOCKET_APP, lifespan=False)
+    options.update(app=f"{module}:websocket_app", lifespan=False)
     filter_config["value"] = json.dumps(options)
 
 
@@ -137,14 +148,50 @@ def _path(value: str) -> os.PathLike[str] | None:
     return Path(value) if value else None
 
 
-def serve_pyvoy(settings: Settings) -> None:
-    """Run ``settings.workers`` Envoy processes on the HTTP port until a signal stops them."""
-    code = asyncio.run(_supervise(settings))
+def serve_pyvoy(
+    settings: Settings,
+    config: EnvoyConfig | None = None,
+    announce: Callable[[str], None] | None = None,
+    *,
+    reload_on_hangup: bool = False,
+) -> None:
+    """Run ``settings.workers`` Envoy processes of ``config`` (Portico's, by default) on the
+    HTTP port until a signal stops them; ``announce`` logs the start-up line, given the URL
+    served. With ``reload_on_hangup``, SIGHUP asks every worker to reload."""
+    found = config or EnvoyConfig(settings)
+    code = asyncio.run(
+        _supervise(
+            settings,
+            found,
+            announce or (lambda base: _announce(settings, base)),
+            reload_on_hangup=reload_on_hangup,
+        )
+    )
     if code:
         raise SystemExit(code)
 
 
-async def _supervise(settings: Settings) -> int:
+def _announce(settings: Settings, base: str) -> None:
+    also = ""
+    if settings.grpc_listener:
+        also = f"; grpc.aio also on {_url_host(settings.grpc_host)}:{settings.grpc_port}"
+    log.info(
+        "portico %s on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on %s (dashboard: "
+        "%s/dashboard/)%s",
+        __version__,
+        base,
+        base,
+        also,
+    )
+
+
+async def _supervise(
+    settings: Settings,
+    envoy_config: EnvoyConfig,
+    announce: Callable[[str], None],
+    *,
+    reload_on_hangup: bool,
+) -> int:
     name = f"portico-supervisor-{os.getpid()}-{secrets.token_hex(4)}"
     ready: asyncio.Queue[int] = asyncio.Queue()
     writers: list[asyncio.StreamWriter] = []
@@ -166,16 +213,18 @@ async def _supervise(settings: Settings) -> int:
     listener.bind("\0" + name)
     control = await asyncio.start_unix_server(worker_connected, sock=listener)
     env = {**settings.environment(), SUPERVISOR_ENV: name}
-    config = EnvoyConfig(settings).get_envoy_config()
+    config = envoy_config.get_envoy_config()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if reload_on_hangup:
+        loop.add_signal_handler(signal.SIGHUP, lambda: _tell(writers, RELOAD))
     workers: list[asyncio.subprocess.Process] = []
     try:
         for _ in range(settings.workers):
             workers.append(await start_worker(config, env))
-        return await _run(settings, workers, ready, writers, drained, stop)
+        return await _run(settings, workers, ready, writers, drained, stop, announce)
     finally:
         control.close()
         for worker in workers:
@@ -191,6 +240,7 @@ async def _run(
     writers: list[asyncio.StreamWriter],
     drained: list[asyncio.Future[None]],
     stop: asyncio.Event,
+    announce: Callable[[str], None],
 ) -> int:
     exits = [asyncio.ensure_future(worker.wait()) for worker in workers]
     stopping = asyncio.ensure_future(stop.wait())
@@ -202,29 +252,23 @@ async def _run(
             return 0 if stopping.done() else 1  # a worker that failed said why ("portico: ...")
     scheme = "https" if settings.tls else "http"
     port = settings.http_port
-    base = f"{scheme}://{_url_host(settings.http_host)}:{port}"
-    also = ""
-    if settings.grpc_listener:
-        also = f"; grpc.aio also on {_url_host(settings.grpc_host)}:{settings.grpc_port}"
-    log.info(
-        "portico %s on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on %s (dashboard: "
-        "%s/dashboard/)%s",
-        __version__,
-        base,
-        base,
-        also,
-    )
+    announce(f"{scheme}://{_url_host(settings.http_host)}:{port}")
     await asyncio.wait([stopping, *exits], return_when=asyncio.FIRST_COMPLETED)
     if not stopping.done():
         log.error("portico: a pyvoy worker exited; stopping the others")
         return 1
-    for writer in writers:
-        with contextlib.suppress(OSError):
-            writer.write(DRAIN + b"\n")
+    _tell(writers, DRAIN)
     limit = settings.shutdown_grace_seconds + DRAIN_MARGIN_SECONDS
     if drained:
         await asyncio.wait(drained, timeout=limit)
     return 0
+
+
+def _tell(writers: list[asyncio.StreamWriter], word: bytes) -> None:
+    """Say ``word`` to every worker that said it was ready (a gone one hears nothing)."""
+    for writer in writers:
+        with contextlib.suppress(OSError):
+            writer.write(word + b"\n")
 
 
 def _url_host(host: str) -> str:

@@ -134,11 +134,11 @@ def http_config(settings: Settings, app: Any) -> uvicorn.Config:
 STARTUP_REFUSALS = (ConfigurationError, SchemaTooNew)
 
 
-def _worker(settings: Settings) -> None:
+def _worker(settings: Settings, main: Callable[[Settings], Coroutine[Any, Any, None]]) -> None:
     configure_logging(settings.log_format)
     with contextlib.suppress(KeyboardInterrupt):
         try:
-            run_event_loop(run(settings))
+            run_event_loop(main(settings))
         except STARTUP_REFUSALS as exc:
             raise SystemExit(f"portico: {exc}") from None  # the exit code the supervisor reads
 
@@ -153,12 +153,21 @@ def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
         uvloop.run(main)
 
 
-def run_workers(settings: Settings) -> None:
-    """Run ``settings.workers`` server processes on the same ports; stop them all on a signal."""
+def run_workers(
+    settings: Settings,
+    main: Callable[[Settings], Coroutine[Any, Any, None]] = run,
+    *,
+    passed_on: tuple[signal.Signals, ...] = (),
+) -> None:
+    """Run ``settings.workers`` server processes of ``main`` (a module's function: each worker
+    imports it) on the same ports; stop them all on a signal, and pass ``passed_on`` signals
+    on to each (the proxy's SIGHUP)."""
     context = multiprocessing.get_context("spawn")  # grpc must not be forked once started
     settings, reserved = _pick_free_ports(settings)
     metrics_dir = _multiprocess_metrics(settings)
-    workers = [context.Process(target=_worker, args=(settings,)) for _ in range(settings.workers)]
+    workers = [
+        context.Process(target=_worker, args=(settings, main)) for _ in range(settings.workers)
+    ]
     for process in workers:
         process.start()
 
@@ -167,8 +176,15 @@ def run_workers(settings: Settings) -> None:
             if process.is_alive():
                 process.terminate()
 
+    def pass_on(signum: int, frame: object) -> None:
+        for process in workers:
+            if process.is_alive() and process.pid is not None:
+                os.kill(process.pid, signum)
+
     signal.signal(signal.SIGTERM, stop_all)
     signal.signal(signal.SIGINT, stop_all)
+    for sig in passed_on:
+        signal.signal(sig, pass_on)
     for process in workers:
         process.join()
         if metrics_dir is not None and process.pid is not None:
@@ -236,9 +252,10 @@ def serve(settings: Settings) -> None:
         raise SystemExit(f"portico: {exc}") from None
 
 
-def serve_on_pyvoy(settings: Settings) -> None:
+def serve_on_pyvoy(settings: Settings, supervise: Callable[[Settings], None] | None = None) -> None:
     """The workers are Envoy processes (:mod:`app.server.pyvoy_server`): a port 0 is picked
-    here once for all, and their metrics add up in a shared folder wherever they are read."""
+    here once for all, and their metrics add up in a shared folder wherever they are read.
+    ``supervise`` runs them (Portico's, by default) with the port picked."""
     from app.server.pyvoy_server import serve_pyvoy
 
     settings, reserved = _pick_free_ports(settings)
@@ -246,7 +263,7 @@ def serve_on_pyvoy(settings: Settings) -> None:
         _multiprocess_metrics(settings)
     serve_metrics_apart(settings)
     try:
-        serve_pyvoy(settings)
+        (supervise or serve_pyvoy)(settings)
     finally:
         for sock in reserved:
             sock.close()

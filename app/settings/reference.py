@@ -26,15 +26,16 @@ MEANINGS: dict[str, str] = {
     ),
     "server": (
         "the HTTP server: `uvicorn` (HTTP/1.1), or `pyvoy` (Envoy's HTTP/1.1 and HTTP/2; its HTTP "
-        "port also serves native gRPC, so one port serves every protocol)"
+        "port also serves native gRPC, so one port serves every protocol; `portico proxy` also "
+        "calls its upstreams through Envoy)"
     ),
     "grpc_server": (
         "the separate grpc.aio port: `auto` serves it under uvicorn, and under pyvoy only when a "
         "gRPC port is given; `on` or `off` whatever the server"
     ),
     "workers": (
-        "server processes sharing both ports and the store (1-64); background work runs on one of"
-        " them"
+        "server processes sharing the ports and the store (1-64; `portico proxy` too); background "
+        "work runs on one of them"
     ),
     "access_log": "one log line per HTTP request (uvicorn's access log)",
     "request_log": (

@@ -31,7 +31,8 @@ def servicer_class(pb: Any, pb_grpc: Any) -> type:
             return pb.SayReply(text=text, metadata=seen, server="python")
 
         async def Say(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.send_initial_metadata([("x-echo", "said")])
+            # The caller's address: which connection (which proxy worker) the call came on.
+            await context.send_initial_metadata([("x-echo", "said"), ("x-peer", context.peer())])
             return self._reply(request.text, context)
 
         async def Count(

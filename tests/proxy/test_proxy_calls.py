@@ -1,6 +1,7 @@
 """``portico proxy`` in front of Echo servers Portico did not write: a grpcio server with
 reflection (v1alpha) and a grpc-go server, each a process of its own. Every streaming kind,
-errors with details, deadlines, metadata and cancellation, through REST/JSON."""
+errors with details, deadlines, metadata and cancellation, through REST/JSON; each under
+uvicorn (calls on grpc.aio channels) and under pyvoy (calls through Envoy's HTTP/2 client)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
 import httpx
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from grpc_status import rpc_status
 from websockets.asyncio.client import connect
 
 from tests.harness import eventually, run
@@ -36,21 +39,32 @@ class Proxied:
     proxy: Process
     base: str
     server: str  # what the upstream says it is: "python" or "go"
+    front: str  # the proxy's HTTP server: "uvicorn" or "pyvoy"
 
 
-@pytest.fixture(scope="module", params=["python", "go"])
+@pytest.fixture(
+    scope="module",
+    params=[("python", "uvicorn"), ("go", "uvicorn"), ("python", "pyvoy"), ("go", "pyvoy")],
+    ids=lambda param: "-".join(param),
+)
 def proxied(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Proxied]:
     port = free_port()
-    if request.param == "go":
+    kind, front = request.param
+    if kind == "go":
         upstream = start_go_echo(go_echo_binary(), port)
     else:
         upstream = start_python_echo(python_gen(tmp_path_factory.mktemp("echo")), port)
     try:
-        proxy, base = start_proxy("--upstream", f"127.0.0.1:{port}", "--auth", "none")
+        proxy, base = start_proxy(
+            "--upstream", f"127.0.0.1:{port}", "--auth", "none", "--server", front
+        )
         try:
-            yield Proxied(upstream, proxy, base, request.param)
+            yield Proxied(upstream, proxy, base, kind, front)
+            proxy.forget_lines()
+            # Nothing failed unseen (a task or a pyvoy callback ending in a traceback).
+            assert not [line for line in proxy.said if "Traceback" in line or "panicked" in line]
         finally:
             proxy.stop()
     finally:
@@ -306,3 +320,57 @@ def test_metadata_grpc_cannot_carry_is_refused_naming_the_header(proxied: Proxie
     for response in run(scenario()):
         assert response.status_code == 400, response.text
         assert "cannot travel as gRPC metadata" in response.json()["message"]
+
+
+def _echo_classes(proxied: Proxied) -> dict[str, Any]:
+    """The Echo messages, from the descriptors the proxy serves (no generated code here)."""
+    served = httpx.get(f"{proxied.base}/descriptors.binpb", timeout=10).content
+    files = descriptor_pb2.FileDescriptorSet.FromString(served)
+    return message_factory.GetMessages(list(files.file))
+
+
+def test_every_streaming_kind_over_native_grpc_on_the_http_port(proxied: Proxied) -> None:
+    """Under pyvoy the proxy's one port serves native gRPC too: a grpc.aio client calls the
+    upstream through it, every kind, with metadata both ways and the error's details."""
+    if proxied.front != "pyvoy":
+        pytest.skip("native gRPC on the HTTP port is served under pyvoy")
+    classes = _echo_classes(proxied)
+    say_request, say_reply = (
+        classes["portico.echo.v1.SayRequest"],
+        classes["portico.echo.v1.SayReply"],
+    )
+    number, total = classes["portico.echo.v1.Number"], classes["portico.echo.v1.Total"]
+    count_request = classes["portico.echo.v1.CountRequest"]
+
+    def method(kind: Any, name: str, request: Any, reply: Any) -> Any:
+        return kind(
+            f"/portico.echo.v1.Echo/{name}",
+            request_serializer=request.SerializeToString,
+            response_deserializer=reply.FromString,
+        )
+
+    async def scenario() -> None:
+        async with grpc.aio.insecure_channel(proxied.base.removeprefix("http://")) as channel:
+            say = method(channel.unary_unary, "Say", say_request, say_reply)
+            call = say(say_request(text="hi"), metadata=[("tenant", "blue")], timeout=10)
+            reply = await call
+            assert (reply.text, reply.metadata["tenant"]) == ("hi", "blue")
+            assert ("x-echo", "said") in list(await call.initial_metadata())
+            count = method(channel.unary_stream, "Count", count_request, say_reply)
+            replies = count(count_request(count=3, interval_ms=1), timeout=10)
+            assert [r.text async for r in replies] == ["0", "1", "2"]
+            add = method(channel.stream_unary, "Sum", number, total)
+            summed = await add(iter([number(value=v) for v in (1, 2, 39)]), timeout=10)
+            assert (summed.sum, summed.count) == (42, 3)
+            chat = method(channel.stream_stream, "Chat", say_request, say_reply)
+            chatted = chat(iter([say_request(text=t) for t in ("ab", "cd")]), timeout=10)
+            assert [r.text async for r in chatted] == ["AB", "CD"]
+            fail = method(channel.unary_unary, "Fail", say_request, say_reply)
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await fail(say_request(text="hi"), timeout=10)
+            assert failed.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+            assert failed.value.details() == "no echo today"
+            status = rpc_status.from_call(failed.value)  # type: ignore[arg-type]
+            assert status is not None and status.details[0].type_url.endswith("BadRequest")
+
+    run(scenario())

@@ -23,6 +23,8 @@ from tests.proxy.processes import (
 from tests.reliability.certificates import Authority
 
 pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/conftest.py)
+# The proxy's HTTP servers: under pyvoy its calls go through Envoy, with a cluster per upstream.
+SERVERS = pytest.mark.parametrize("server", ["uvicorn", "pyvoy"])
 
 
 async def status_of(base: str, path: str) -> int:
@@ -39,14 +41,15 @@ def answers(base: str, path: str, status: int = 200) -> Callable[[], Awaitable[b
     return check
 
 
+@SERVERS
 def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_methods(
-    tmp_path: Path,
+    tmp_path: Path, server: str
 ) -> None:
     port = free_port()
     upstream = start_python_echo(python_gen(tmp_path / "old"), port)
     # Polling would notice only in an hour: the signal is what makes the proxy look again.
     flags = ("--upstream", f"127.0.0.1:{port}", "--auth", "none", "--upstream-poll-seconds", "3600")
-    proxy, base = start_proxy(*flags)
+    proxy, base = start_proxy(*flags, "--server", server)
     newer = None
     try:
 
@@ -138,11 +141,18 @@ def shared_upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         upstream.stop()
 
 
+@SERVERS
 def test_auth_jwt_gates_calls_with_portico_logins_and_keeps_the_token_to_itself(
-    tmp_path: Path, shared_upstream: str
+    tmp_path: Path, shared_upstream: str, server: str
 ) -> None:
     proxy, base = start_proxy(
-        "--upstream", shared_upstream, "--auth", "jwt", data_dir=tmp_path / "data"
+        "--upstream",
+        shared_upstream,
+        "--auth",
+        "jwt",
+        "--server",
+        server,
+        data_dir=tmp_path / "data",
     )
     try:
 
@@ -169,8 +179,13 @@ def test_auth_jwt_gates_calls_with_portico_logins_and_keeps_the_token_to_itself(
         proxy.stop()
 
 
-def test_auth_passthrough_forwards_the_callers_credentials(shared_upstream: str) -> None:
-    proxy, base = start_proxy("--upstream", shared_upstream, "--auth", "passthrough")
+@SERVERS
+def test_auth_passthrough_forwards_the_callers_credentials(
+    shared_upstream: str, server: str
+) -> None:
+    proxy, base = start_proxy(
+        "--upstream", shared_upstream, "--auth", "passthrough", "--server", server
+    )
     try:
 
         async def scenario() -> httpx.Response:
@@ -184,7 +199,10 @@ def test_auth_passthrough_forwards_the_callers_credentials(shared_upstream: str)
         proxy.stop()
 
 
-def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: Path) -> None:
+@SERVERS
+def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(
+    tmp_path: Path, server: str
+) -> None:
     servers = Authority(tmp_path / "pki", "Upstream CA")
     clients = Authority(tmp_path / "pki", "Proxy CA")
     server_cert = servers.issue("echo", server=True)
@@ -203,6 +221,8 @@ def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: P
         str(client_cert.cert_path),
         "--upstream-key",
         str(client_cert.key_path),
+        "--server",
+        server,
     )
     try:
         assert run(status_of(base, "/v1/say/secure")) == 200
@@ -223,12 +243,13 @@ def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(tmp_path: P
         upstream.stop()
 
 
-def test_several_upstreams_each_answer_their_own_services(tmp_path: Path) -> None:
+@SERVERS
+def test_several_upstreams_each_answer_their_own_services(tmp_path: Path, server: str) -> None:
     first, second = free_port(), free_port()
     one = start_python_echo(python_gen(tmp_path / "v1"), first)
     two = start_python_echo(python_gen(tmp_path / "v2", version="v2"), second)
     flags = ("--upstream", f"127.0.0.1:{first}", "--upstream", f"127.0.0.1:{second}")
-    proxy, base = start_proxy(*flags, "--auth", "none")
+    proxy, base = start_proxy(*flags, "--auth", "none", "--server", server)
     try:
 
         async def scenario() -> None:
@@ -245,3 +266,41 @@ def test_several_upstreams_each_answer_their_own_services(tmp_path: Path) -> Non
         proxy.stop()
         one.stop()
         two.stop()
+
+
+@SERVERS
+def test_several_workers_share_the_port_and_each_rereads_on_sighup(
+    tmp_path: Path, server: str
+) -> None:
+    port = free_port()
+    upstream = start_python_echo(python_gen(tmp_path / "old"), port)
+    flags = ("--upstream", f"127.0.0.1:{port}", "--upstream-poll-seconds", "3600")
+    proxy, base = start_proxy(*flags, "--auth", "none", "--workers", "2", "--server", server)
+    newer = None
+
+    async def on_fresh_connections(path: str, times: int) -> list[httpx.Response]:
+        replies = []
+        for _ in range(times):
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                replies.append(await http.get(path))
+        return replies
+
+    async def all_shout() -> bool:
+        return all(r.status_code == 200 for r in await on_fresh_connections("/v1/shout/hi", 20))
+
+    try:
+        replies = run(on_fresh_connections("/v1/say/hi", 40))
+        assert all(r.status_code == 200 for r in replies)
+        # Each worker has its own connection to the upstream, which names its address. The
+        # kernel spreads connections by their addresses: 40 fresh ones would all reach one of
+        # two workers once in 2**39 runs.
+        assert len({r.headers["grpc-metadata-x-peer"] for r in replies}) >= 2
+        upstream.stop()
+        newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port)
+        proxy.signal(signal.SIGHUP)  # every worker reads the upstream's new method
+        run(eventually(all_shout, 30, what="GET /v1/shout/hi served by every worker"))
+    finally:
+        proxy.stop()
+        upstream.stop()
+        if newer is not None:
+            newer.stop()

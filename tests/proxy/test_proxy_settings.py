@@ -85,12 +85,12 @@ def test_a_bad_proxy_setting_stops_the_start_with_one_line(
     assert "\n" not in message
 
 
-def test_several_workers_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PORTICO_WORKERS", "2")
+@pytest.mark.parametrize("server", ["uvicorn", "pyvoy"])
+def test_workers_out_of_range_are_refused(monkeypatch: pytest.MonkeyPatch, server: str) -> None:
     monkeypatch.setattr("app.proxy.run.run_event_loop", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
-        main(["proxy", "--upstream", "a:1"])
-    assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 2 is not allowed")
+        main(["proxy", "--upstream", "a:1", "--workers", "0", "--server", server])
+    assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")
 
 
 def test_a_metrics_port_serves_the_proxys_metrics_there_and_not_beside_the_api() -> None:

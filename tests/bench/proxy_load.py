@@ -4,7 +4,9 @@ In one run, against the same upstream (the grpc-go Echo server of tests/proxy, o
 one where Go is missing): (p1) ``Say`` over gRPC straight to the upstream, from a Python
 client; (p2) ``GET /v1/say/hello`` through ``portico proxy --auth none`` with wrk; (p3) the
 same through grpc-gateway (v1, as Debian packages it: tests/bench/grpc_gateway.py), with the same
-wrk settings, or why it could not be built.
+wrk settings, or why it could not be built; (p4) the same through ``portico proxy --server
+pyvoy`` (its calls through Envoy), and (p5) that with ``--workers 2`` on two cores. (p2)-(p4)
+have core 0 and wrk core 1; (p5) has cores 0 and 1 and wrk goes where the kernel puts it.
 
 ``python -m tests.bench.proxy_load grpc ADDRESS SECONDS CONCURRENCY`` is the gRPC load
 generator of (p1): it sends ``SayRequest{text: "hello"}`` as raw bytes, needing no generated code.
@@ -68,19 +70,28 @@ def _upstream(processes: Any, port: int, work: Path) -> tuple[Any, str]:
     return processes.start(command, stdout=subprocess.DEVNULL), kind
 
 
-def _wrk(processes: Any, command: list[str], base: str, ready: str, seconds: float) -> Any:
-    """``GET /v1/say/hello`` with wrk (core 1) on what ``command`` starts (core 0) at ``base``."""
+def _wrk(
+    processes: Any,
+    command: list[str],
+    base: str,
+    ready: str,
+    seconds: float,
+    cpus: tuple[str, str] = ("0", "1"),
+) -> Any:
+    """``GET /v1/say/hello`` with wrk on what ``command`` starts at ``base``: ``cpus`` are the
+    server's and wrk's cores."""
     from tests.bench import wrk
     from tests.bench.procs import wait_ready
 
+    server_cpus, load_cpus = cpus
     server = processes.start(
-        command, cpus="0", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, cpus=server_cpus, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         wait_ready(f"{base}{ready}")
         url = f"{base}/v1/say/hello"
-        wrk.measure(url, 1, "", "1")  # warm-up
-        return wrk.summary([wrk.measure(url, seconds, "", "1")])
+        wrk.measure(url, 1, "", load_cpus)  # warm-up
+        return wrk.summary([wrk.measure(url, seconds, "", load_cpus)])
     finally:
         processes.stop(server)
 
@@ -99,24 +110,37 @@ def _through_grpc_gateway(processes: Any, address: str, seconds: float) -> Any:
     return _wrk(processes, command, f"http://127.0.0.1:{port}", "/v1/say/hello", seconds)
 
 
-def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
-    """(p1), (p2) and (p3) in one run; the proxy or gateway on core 0 and the load on core 1."""
+def _through_proxy(
+    processes: Any, address: str, seconds: float, *flags: str, cpus: tuple[str, str] = ("0", "1")
+) -> Any:
+    """wrk's numbers through ``portico proxy --auth none`` with ``flags``."""
     from tests.bench.procs import free_port
 
-    upstream_port, http_port = free_port(), free_port()
+    port = free_port()
+    command = [sys.executable, "-m", "app", "proxy", "--upstream", address, "--auth", "none"]
+    command += ["--http-port", str(port), *flags]
+    return _wrk(processes, command, f"http://127.0.0.1:{port}", "/readyz", seconds, cpus)
+
+
+def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
+    """(p1)-(p5) in one run; a front with one core has core 0 and the load core 1."""
+    from tests.bench.procs import free_port
+
+    upstream_port = free_port()
     with tempfile.TemporaryDirectory() as work:
         upstream, kind = _upstream(processes, upstream_port, Path(work))
         try:
             address = f"127.0.0.1:{upstream_port}"
-            through_proxy = _wrk(
-                processes,
-                [sys.executable, "-m", "app", "proxy", "--upstream", address, "--auth", "none",
-                 "--http-port", str(http_port)],
-                f"http://127.0.0.1:{http_port}",
-                "/readyz",
-                seconds,
-            )  # fmt: skip
+            through_proxy = _through_proxy(processes, address, seconds)
             through_gateway = _through_grpc_gateway(processes, address, seconds)
+            on_pyvoy = _through_proxy(processes, address, seconds, "--server", "pyvoy")
+            two_workers = _through_proxy(
+                processes,
+                address,
+                seconds,
+                *("--server", "pyvoy", "--workers", "2"),
+                cpus=("0,1", ""),
+            )
             direct = processes.start(
                 [sys.executable, "-m", "tests.bench.proxy_load", "grpc", address, str(seconds),
                  str(connections)],
@@ -132,6 +156,8 @@ def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
         "p1_direct_grpc": direct_grpc,
         "p2_proxy_rest": through_proxy,
         "p3_grpc_gateway": through_gateway,
+        "p4_proxy_pyvoy": on_pyvoy,
+        "p5_proxy_pyvoy_2_workers": two_workers,
         "proxy_added_p50_ms": through_proxy["p50_ms"] - direct_grpc["p50_ms"],
     }
 

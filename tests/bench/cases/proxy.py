@@ -1,6 +1,6 @@
-"""(p1)-(p3): what ``portico proxy`` adds to a unary call (tests/bench/proxy_load.py), beside
-grpc-gateway doing the same, measured once, in the run with one worker: the proxy is a process
-of its own."""
+"""(p1)-(p5): what ``portico proxy`` adds to a unary call (tests/bench/proxy_load.py), beside
+grpc-gateway doing the same, under uvicorn and under pyvoy (one worker, then two on two cores),
+measured once, in the run with one worker: the proxy is a process of its own."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def proxy(bench: Bench) -> dict[str, Any]:
     result = proxy_load.measure(bench.processes, bench.seconds, CONNECTIONS)
     gateway = result["p3_grpc_gateway"]
     gateway_errors = gateway["errors"] if isinstance(gateway, dict) else 0
-    return result | {"errors": result["p2_proxy_rest"]["errors"] + gateway_errors}
+    proxies = ("p2_proxy_rest", "p4_proxy_pyvoy", "p5_proxy_pyvoy_2_workers")
+    return result | {"errors": sum(result[key]["errors"] for key in proxies) + gateway_errors}
 
 
 def _rest(r: dict[str, Any]) -> str:
@@ -27,11 +28,17 @@ def _rest(r: dict[str, Any]) -> str:
 
 def describe(r: dict[str, Any]) -> str:
     p1, p2, p3 = r["p1_direct_grpc"], r["p2_proxy_rest"], r["p3_grpc_gateway"]
-    return (
+    said = (
         f"(p1) gRPC Say straight to the {r['upstream']} upstream: {p1['rps']:,.0f} req/s, p50 "
         f"{p1['p50_ms']:.2f} ms, p99 {p1['p99_ms']:.2f} ms; (p2) GET /v1/say/hello through "
         f"portico proxy: {_rest(p2)}; (p3) the same through grpc-gateway: "
         f"{_rest(p3) if isinstance(p3, dict) else p3}"
+    )
+    if "p4_proxy_pyvoy" not in r:  # a run from before the pyvoy rows
+        return said
+    return (
+        f"{said}; (p4) through portico proxy --server pyvoy: {_rest(r['p4_proxy_pyvoy'])}; "
+        f"(p5) that with --workers 2 on two cores: {_rest(r['p5_proxy_pyvoy_2_workers'])}"
     )
 
 

@@ -304,3 +304,31 @@ def test_several_workers_share_the_port_and_each_rereads_on_sighup(
         upstream.stop()
         if newer is not None:
             newer.stop()
+
+
+@SERVERS
+def test_an_upstream_certificate_the_ca_did_not_sign_is_refused(
+    tmp_path: Path, server: str
+) -> None:
+    servers = Authority(tmp_path / "pki", "Upstream CA")
+    strangers = Authority(tmp_path / "pki", "Another CA")
+    clients = Authority(tmp_path / "pki", "Proxy CA")
+    server_cert = servers.issue("echo", server=True)
+    client_cert = clients.issue("portico-proxy", server=False)
+    port = free_port()
+    tls = (str(server_cert.cert_path), str(server_cert.key_path), str(clients.issued.cert_path))
+    upstream = start_python_echo(python_gen(tmp_path), port, tls=tls)
+    flags = ("--upstream", f"127.0.0.1:{port}", "--auth", "none", "--server", server)
+    flags += ("--upstream-cert", str(client_cert.cert_path))
+    flags += ("--upstream-key", str(client_cert.key_path))
+    # The descriptors from a file: no call, reflection's included, may reach an upstream the CA
+    # given does not vouch for.
+    proxy, base = start_proxy(
+        *flags, "--descriptor-set", str(descriptor_set(tmp_path)),
+        "--upstream-ca", str(strangers.issued.cert_path), ready=False,
+    )  # fmt: skip
+    try:
+        assert run(status_of(base, "/v1/say/secure")) == 503
+    finally:
+        proxy.stop()
+        upstream.stop()

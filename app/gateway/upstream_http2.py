@@ -1,7 +1,7 @@
 """An :class:`~app.gateway.invoker.Invoker` that makes each gRPC call a plain HTTP/2 request,
 through a transport with pyqwest's interface (``execute(Request)`` answering a response whose
-trailers follow its body): under pyvoy, Envoy's own client to a cluster per upstream, which
-costs a call a fraction of what grpc.aio's does (see :mod:`app.proxy.envoy_calls`).
+trailers follow its body): under pyvoy, Envoy's own client to a cluster per upstream (see
+:mod:`app.proxy.envoy_calls`).
 
 It speaks the gRPC wire protocol itself, as grpc.aio would: the path ``/package.Service/Method``,
 ``application/grpc`` with ``te: trailers``, the deadline as ``grpc-timeout``, each message in a

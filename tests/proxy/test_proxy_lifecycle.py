@@ -27,6 +27,15 @@ pytestmark = pytest.mark.slow  # seconds per test: scheduled first (tests/confte
 SERVERS = pytest.mark.parametrize("server", ["uvicorn", "pyvoy"])
 
 
+async def native_say(address: str) -> bytes:
+    """``Say`` over native gRPC to ``address``, as raw bytes: SayRequest{text: "hi"}."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        reply: bytes = await channel.unary_unary("/portico.echo.v1.Echo/Say")(
+            b"\n\x02hi", timeout=10
+        )
+        return reply
+
+
 async def status_of(base: str, path: str) -> int:
     async with httpx.AsyncClient(base_url=base, timeout=10) as http:
         return (await http.get(path)).status_code
@@ -275,7 +284,9 @@ def test_several_workers_share_the_port_and_each_rereads_on_sighup(
     port = free_port()
     upstream = start_python_echo(python_gen(tmp_path / "old"), port)
     flags = ("--upstream", f"127.0.0.1:{port}", "--upstream-poll-seconds", "3600")
-    proxy, base = start_proxy(*flags, "--auth", "none", "--workers", "2", "--server", server)
+    # The server from the environment (PORTICO_SERVER), as a deployment would set it.
+    env = {"PORTICO_SERVER": server}
+    proxy, base = start_proxy(*flags, "--auth", "none", "--workers", "2", env=env)
     newer = None
 
     async def on_fresh_connections(path: str, times: int) -> list[httpx.Response]:
@@ -295,6 +306,8 @@ def test_several_workers_share_the_port_and_each_rereads_on_sighup(
         # kernel spreads connections by their addresses: 40 fresh ones would all reach one of
         # two workers once in 2**39 runs.
         assert len({r.headers["grpc-metadata-x-peer"] for r in replies}) >= 2
+        if server == "pyvoy":  # what only pyvoy serves: native gRPC on the same port
+            assert b"hi" in run(native_say(base.removeprefix("http://")))
         upstream.stop()
         newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port)
         proxy.signal(signal.SIGHUP)  # every worker reads the upstream's new method

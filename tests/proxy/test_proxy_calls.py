@@ -374,3 +374,55 @@ def test_every_streaming_kind_over_native_grpc_on_the_http_port(proxied: Proxied
             assert status is not None and status.details[0].type_url.endswith("BadRequest")
 
     run(scenario())
+
+
+def _frame(message: dict[str, Any], flags: int = 0) -> bytes:
+    data = json.dumps(message).encode()
+    return bytes([flags]) + len(data).to_bytes(4, "big") + data
+
+
+def _frames(body: bytes) -> list[tuple[int, bytes]]:
+    found = []
+    while body:
+        size = int.from_bytes(body[1:5], "big")
+        found.append((body[0], body[5 : 5 + size]))
+        body = body[5 + size :]
+    return found
+
+
+def test_every_streaming_kind_over_connect_and_grpc_web(proxied: Proxied) -> None:
+    """Connect's and gRPC-Web's enveloped streams reach the upstream's streams: the server's,
+    the client's and (half-duplex) both, each ending in its protocol's end or trailers."""
+    connect_json = {"content-type": "application/connect+json"}
+    web_json = {"content-type": "application/grpc-web+json", "x-grpc-web": "1"}
+    numbers = b"".join(_frame({"value": v}) for v in (1, 2, 39))
+    words = b"".join(_frame({"text": t}) for t in ("ab", "cd"))
+
+    async def scenario() -> dict[str, list[tuple[int, bytes]]]:
+        calls = {
+            "connect Count": ("/api/portico.echo.v1.Echo/Count", connect_json),
+            "connect Sum": ("/api/portico.echo.v1.Echo/Sum", connect_json),
+            "connect Chat": ("/api/portico.echo.v1.Echo/Chat", connect_json),
+            "web Count": ("/portico.echo.v1.Echo/Count", web_json),
+            "web Sum": ("/portico.echo.v1.Echo/Sum", web_json),
+        }
+        bodies = {"Count": _frame({"count": 3, "interval_ms": 1}), "Sum": numbers, "Chat": words}
+        found = {}
+        async with client(proxied) as http:
+            for name, (path, headers) in calls.items():
+                reply = await http.post(path, content=bodies[name.split()[1]], headers=headers)
+                assert reply.status_code == 200, (name, reply.text)
+                found[name] = _frames(reply.content)
+        return found
+
+    found = run(scenario())
+    texts = [json.loads(m)["text"] for _, m in found["connect Count"][:-1]]
+    assert texts == ["0", "1", "2"]
+    assert found["connect Count"][-1] == (2, b"{}")
+    assert json.loads(found["connect Sum"][0][1]) == {"sum": "42", "count": 3}
+    assert [json.loads(m)["text"] for _, m in found["connect Chat"][:-1]] == ["AB", "CD"]
+    assert [json.loads(m)["text"] for _, m in found["web Count"][:-1]] == ["0", "1", "2"]
+    assert json.loads(found["web Sum"][0][1]) == {"sum": "42", "count": 3}
+    for name in ("web Count", "web Sum"):
+        flags, trailer = found[name][-1]
+        assert flags == 0x80 and b"grpc-status:0" in trailer.replace(b" ", b""), trailer

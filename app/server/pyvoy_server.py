@@ -43,6 +43,9 @@ APP_MODULE = "app.server.pyvoy_app"
 MAX_REQUEST_HEADERS_KB = 64
 # Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one).
 MAX_CONCURRENT_STREAMS = 1024
+# How long the start-up line waits for Envoy's listener, and how often it looks.
+LISTEN_WAIT_SECONDS = 10.0
+LISTEN_POLL_SECONDS = 0.01
 # How long past the grace a worker may take to say it drained before it is stopped anyway.
 DRAIN_MARGIN_SECONDS = 5.0
 
@@ -252,6 +255,7 @@ async def _run(
             return 0 if stopping.done() else 1  # a worker that failed said why ("portico: ...")
     scheme = "https" if settings.tls else "http"
     port = settings.http_port
+    await _accepting(settings.http_host, port)
     announce(f"{scheme}://{_url_host(settings.http_host)}:{port}")
     await asyncio.wait([stopping, *exits], return_when=asyncio.FIRST_COMPLETED)
     if not stopping.done():
@@ -262,6 +266,26 @@ async def _run(
     if drained:
         await asyncio.wait(drained, timeout=limit)
     return 0
+
+
+async def _accepting(host: str, port: int) -> None:
+    """Wait until the port takes connections: a worker says it is ready once its app has
+    started, and Envoy opens its listener a little later (the start-up line said so first, and
+    a client reading it was refused more often than not)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + LISTEN_WAIT_SECONDS
+    while True:
+        try:
+            _, writer = await asyncio.open_connection(host, port)
+        except OSError:
+            if loop.time() > deadline:
+                return  # say so anyway: the workers are up, and a client will retry
+            await asyncio.sleep(LISTEN_POLL_SECONDS)
+            continue
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return
 
 
 def _tell(writers: list[asyncio.StreamWriter], word: bytes) -> None:

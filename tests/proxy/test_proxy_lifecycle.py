@@ -5,6 +5,7 @@ auth modes."""
 from __future__ import annotations
 
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -296,6 +297,9 @@ def test_several_workers_share_the_port_and_each_rereads_on_sighup(
                 replies.append(await http.get(path))
         return replies
 
+    async def all_ready() -> bool:
+        return all(r.status_code == 200 for r in await on_fresh_connections("/readyz", 20))
+
     async def all_shout() -> bool:
         return all(r.status_code == 200 for r in await on_fresh_connections("/v1/shout/hi", 20))
 
@@ -310,6 +314,9 @@ def test_several_workers_share_the_port_and_each_rereads_on_sighup(
             assert b"hi" in run(native_say(base.removeprefix("http://")))
         upstream.stop()
         newer = start_python_echo(python_gen(tmp_path / "new", extra=True), port)
+        # Each worker reconnected (its readiness asks its own channel) before it is told to
+        # read the descriptors again: one that cannot reach the upstream keeps what it had.
+        run(eventually(all_ready, 30, what="/readyz 200 from every worker"))
         proxy.signal(signal.SIGHUP)  # every worker reads the upstream's new method
         run(eventually(all_shout, 30, what="GET /v1/shout/hi served by every worker"))
     finally:
@@ -345,3 +352,17 @@ def test_an_upstream_certificate_the_ca_did_not_sign_is_refused(
     finally:
         proxy.stop()
         upstream.stop()
+
+
+def test_under_pyvoy_the_start_line_comes_once_the_port_takes_connections() -> None:
+    """Envoy opens its listener after the workers said they were ready: the line came first,
+    and a client that read it was refused more often than not."""
+    upstream = f"127.0.0.1:{free_port()}"  # nobody: the proxy serves without its upstream
+    for _ in range(4):
+        proxy, base = start_proxy("--upstream", upstream, "--auth", "none", "--server", "pyvoy",
+                                  ready=False)  # fmt: skip
+        try:
+            host, port = base.removeprefix("http://").split(":")
+            socket.create_connection((host, int(port)), timeout=5).close()
+        finally:
+            proxy.stop()

@@ -226,9 +226,14 @@ def start_proxy(
     base = process.wait_for(PROXY_LINE)["base"]
     if ready:
         deadline = time.monotonic() + START_SECONDS
-        while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
-            if time.monotonic() > deadline:
-                process.stop()
-                pytest.fail(f"the proxy was not ready within {START_SECONDS} s:\n{process.said}")
-            time.sleep(0.05)  # between probes of /readyz, which itself waits up to 1 s
+        try:
+            while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
+                if time.monotonic() > deadline:
+                    pytest.fail(
+                        f"the proxy was not ready within {START_SECONDS} s:\n{process.said}"
+                    )
+                time.sleep(0.05)  # between probes of /readyz, which itself waits up to 1 s
+        except BaseException:
+            process.stop()  # not left running behind a failed test
+            raise
     return process, base

@@ -24,12 +24,12 @@ from app.gateway.invoker import (
     Call,
     Request,
     admit,
+    grace_ended,
     new_call,
     stream_ending,
     unary_reply,
     until_deadline,
 )
-from app.gateway.open_streams import shutting_down
 from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation
 
@@ -111,11 +111,8 @@ class RpcDispatcher:
         except GatewayError as exc:
             await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
             return exc.code.name, exc.http_status
-        except asyncio.CancelledError:
-            if not self.stages.options.streams.call_ended_by_shutdown():
-                raise
-            context.cancel()  # the servicer's work is abandoned, as a client going away does
-            error = shutting_down()
+        except asyncio.CancelledError as cancelled:
+            error = grace_ended(self.stages.options.streams, context, cancelled)
             await http_io.send_error(send, error, call.request_id, self._proto_names, context)
             return error.code.name, error.http_status
         payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE

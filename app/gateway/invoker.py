@@ -206,6 +206,19 @@ def unexpected_failure(call: Call, exc: Exception) -> GatewayError:
     return internal_error()
 
 
+def grace_ended(
+    streams: OpenStreams, context: GatewayContext | None, cancelled: asyncio.CancelledError
+) -> GatewayError:
+    """What a call that is not a stream answers when ``cancelled`` is the shutdown's, at the end
+    of the grace for calls in flight: UNAVAILABLE, as a refusal (its work abandoned, as a client
+    going away abandons it). Any other cancellation is raised on."""
+    if not streams.call_ended_by_shutdown():
+        raise cancelled
+    if context is not None:
+        context.cancel()
+    return shutting_down()
+
+
 def stream_failure(call: Call, streams: OpenStreams, exc: BaseException) -> GatewayError:
     """What a stream ends with when ``exc`` ended it: UNAVAILABLE if the shutdown did (whatever
     the servicer made of its cancellation), else the unexpected failure. A cancellation that is

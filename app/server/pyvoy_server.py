@@ -32,6 +32,7 @@ from pyvoy._server import get_envoy_environ
 
 from app import __version__
 from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
+from app.server.serving import url_host
 from app.settings.config import Settings
 
 log = logging.getLogger("portico")
@@ -177,7 +178,7 @@ def serve_pyvoy(
 def _announce(settings: Settings, base: str) -> None:
     also = ""
     if settings.grpc_listener:
-        also = f"; grpc.aio also on {_url_host(settings.grpc_host)}:{settings.grpc_port}"
+        also = f"; grpc.aio also on {url_host(settings.grpc_host)}:{settings.grpc_port}"
     log.info(
         "portico %s on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on %s (dashboard: "
         "%s/dashboard/)%s",
@@ -256,7 +257,7 @@ async def _run(
     scheme = "https" if settings.tls else "http"
     port = settings.http_port
     await _accepting(settings.http_host, port)
-    announce(f"{scheme}://{_url_host(settings.http_host)}:{port}")
+    announce(f"{scheme}://{url_host(settings.http_host)}:{port}")
     await asyncio.wait([stopping, *exits], return_when=asyncio.FIRST_COMPLETED)
     if not stopping.done():
         log.error("portico: a pyvoy worker exited; stopping the others")
@@ -293,7 +294,3 @@ def _tell(writers: list[asyncio.StreamWriter], word: bytes) -> None:
     for writer in writers:
         with contextlib.suppress(OSError):
             writer.write(word + b"\n")
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host

@@ -28,8 +28,7 @@ from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.compression import accepts_gzip, gzip_bytes, whole_reply
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import admit, new_call, unary_reply
-from app.gateway.open_streams import shutting_down
+from app.gateway.invoker import admit, grace_ended, new_call, unary_reply
 from app.gateway.protocols.enveloped import LastFrameWire, ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
 from app.gateway.stages import Stages
@@ -158,13 +157,9 @@ class ConnectFlow(ProtocolFlow):
             reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
         except GatewayError as exc:
             return await _send_error(send, exc, request_id, context)
-        except asyncio.CancelledError:
-            # The grace for calls in flight has ended: answered as REST's are (see dispatch).
-            if not self.stages.options.streams.call_ended_by_shutdown():
-                raise
-            if context is not None:
-                context.cancel()
-            return await _send_error(send, shutting_down(), request_id, context)
+        except asyncio.CancelledError as cancelled:
+            error = grace_ended(self.stages.options.streams, context, cancelled)
+            return await _send_error(send, error, request_id, context)
         payload = codec.encode(plan, reply)
         extra = _reply_metadata(context)
         payload, coding = whole_reply(payload, headers.get(b"accept-encoding"))

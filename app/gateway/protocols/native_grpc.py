@@ -29,8 +29,7 @@ from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.compression import gzip_bytes
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, admit, unary_reply
-from app.gateway.open_streams import shutting_down
+from app.gateway.invoker import Call, admit, grace_ended, unary_reply
 from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
 from app.observe.calls import UNMATCHED, Observation, Telemetry
@@ -113,13 +112,8 @@ class NativeGrpcFlow(ProtocolFlow):
         except GatewayError as exc:
             await send_status_only(send, exc, request_id, context)
             return exc.code.name, 200
-        except asyncio.CancelledError:
-            # The grace for calls in flight has ended: answered as REST's are (see dispatch).
-            if not options.streams.call_ended_by_shutdown():
-                raise
-            if context is not None:
-                context.cancel()
-            error = shutting_down()
+        except asyncio.CancelledError as cancelled:
+            error = grace_ended(options.streams, context, cancelled)
             await send_status_only(send, error, request_id, context)
             return error.code.name, 200
         await http_io.start(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
+from typing import Any
 
 import grpc
 import pytest
@@ -73,11 +74,7 @@ def test_a_stale_if_match_is_412_naming_the_current_revision_and_changes_nothing
     async def scenario() -> None:
         async with running(tmp_path) as server:
             api = await rest_api(server)
-            await api.ok("/create/flavor", TINY)
-            shown = await api.http.post(
-                "/show/flavor", json={"key": TINY["key"]}, headers=api.headers
-            )
-            current = shown.headers["etag"]
+            current = await _tiny_flavor_etag(api)
             body = {"key": TINY["key"], "fields": ["4"], "vcpus": 2}
             stale = await api.http.post(
                 f"/{verb}/flavor", json=body, headers={**api.headers, "if-match": '"stale"'}
@@ -148,11 +145,7 @@ def test_grpc_web_writes_honour_if_match(tmp_path) -> None:
     async def scenario() -> None:
         async with running(tmp_path) as server:
             api = await rest_api(server)
-            await api.ok("/create/flavor", TINY)
-            shown = await api.http.post(
-                "/show/flavor", json={"key": TINY["key"]}, headers=api.headers
-            )
-            current = shown.headers["etag"]
+            current = await _tiny_flavor_etag(api)
             path = "/edgeproto.FlavorApi/UpdateFlavor"
             update = flavor_pb2.Flavor(key=flavor_pb2.FlavorKey(name="m1.tiny"), vcpus=3)
             update.fields.append("4")
@@ -175,3 +168,10 @@ def test_grpc_web_writes_honour_if_match(tmp_path) -> None:
             assert flavor["vcpus"] in (3, "3")
 
     run(scenario())
+
+
+async def _tiny_flavor_etag(api: Any) -> str:
+    """Create the tiny flavor; the ETag its Show answers with."""
+    await api.ok("/create/flavor", TINY)
+    shown = await api.http.post("/show/flavor", json={"key": TINY["key"]}, headers=api.headers)
+    return str(shown.headers["etag"])

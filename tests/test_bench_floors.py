@@ -45,3 +45,20 @@ def test_the_create_floor_stores_each_create_and_refuses_a_taken_name_alone(floo
     assert objects == events == expected
     reserved = db.execute("SELECT value FROM store_meta WHERE name = ?", (baseline._RESERVED,))
     assert reserved.fetchone() == (3 * 8,)
+
+
+def test_the_pyvoy_floor_answers_the_bytes_of_a_from_every_worker_on_one_port():
+    from tests.bench.procs import Processes
+    from tests.bench.servers import pyvoy_floor
+
+    processes = Processes()
+    body = b'{"version":"floor"}'
+    try:
+        with pyvoy_floor(processes, 2, body) as base:
+            replies = [httpx.get(f"{base}/api/v1/version") for _ in range(4)]
+            assert [(r.status_code, r.content) for r in replies] == [(200, body)] * 4
+            assert len(processes.started) == 2
+            assert all(process.poll() is None for process in processes.started)
+    finally:
+        processes.stop_all()
+    assert all(process.poll() is not None for process in processes.started)

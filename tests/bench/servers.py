@@ -195,15 +195,13 @@ def uvicorn_app(
     matter here (uvloop, httptools, no access log, no server header), with ``env`` added to its
     environment; its base URL."""
     port = free_port()
-    with tempfile.NamedTemporaryFile() as body_file:
-        body_file.write(body)
-        body_file.flush()
+    with _body_file(body) as body_env:
         process = processes.start(
             [sys.executable, "-m", "uvicorn", app, "--port", str(port), "--workers", str(workers),
              "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
              "--log-level", "warning"],
             cpus="0" if workers == 1 else "",
-            env={**os.environ, "BENCH_BODY_FILE": body_file.name, **(env or {})},
+            env={**os.environ, **body_env, **(env or {})},
         )  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}"
@@ -211,3 +209,35 @@ def uvicorn_app(
             yield base
         finally:
             processes.stop(process)
+
+
+@contextlib.contextmanager
+def pyvoy_floor(processes: Processes, workers: int, body: bytes) -> Iterator[str]:
+    """The raw ASGI yardstick answering ``body`` under Portico's Envoy configuration
+    (``tests/bench/pyvoy_floor.py``), ``workers`` processes on one port; its base URL."""
+    port = free_port()
+    with _body_file(body) as body_env:
+        started = [
+            processes.start(
+                [sys.executable, "-m", "tests.bench.pyvoy_floor", str(port)],
+                cpus="0" if workers == 1 else "",
+                env={**os.environ, **body_env},
+            )
+            for _ in range(workers)
+        ]
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_ready(f"{base}/api/v1/version")
+            yield base
+        finally:
+            for process in started:
+                processes.stop(process)
+
+
+@contextlib.contextmanager
+def _body_file(body: bytes) -> Iterator[dict[str, str]]:
+    """``body`` in a file, and the environment that names it to a yardstick."""
+    with tempfile.NamedTemporaryFile() as body_file:
+        body_file.write(body)
+        body_file.flush()
+        yield {"BENCH_BODY_FILE": body_file.name}

@@ -62,3 +62,24 @@ def test_the_pyvoy_floor_answers_the_bytes_of_a_from_every_worker_on_one_port():
     finally:
         processes.stop_all()
     assert all(process.poll() is not None for process in processes.started)
+
+
+def test_the_proxy_floors_answer_the_upstreams_reply_through_grpc_aio_and_through_envoy(
+    tmp_path: Path,
+):
+    from tests.bench import proxy_load
+    from tests.bench.procs import Processes, free_port
+
+    processes = Processes()
+    port = free_port()
+    try:
+        proxy_load._upstream(processes, port, tmp_path)
+        address = f"127.0.0.1:{port}"
+        for on_pyvoy in (False, True):
+            front = proxy_load._floor(address, on_pyvoy=on_pyvoy)
+            with proxy_load._started(processes, front, "") as base:
+                reply = httpx.get(f"{base}{proxy_load.SAY}")
+                assert reply.status_code == 200
+                assert reply.content.startswith(proxy_load.SAY_HELLO)  # SayReply{text: "hello"...}
+    finally:
+        processes.stop_all()

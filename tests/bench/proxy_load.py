@@ -5,8 +5,11 @@ one where Go is missing): (p1) ``Say`` over gRPC straight to the upstream, from 
 client; (p2) ``GET /v1/say/hello`` through ``portico proxy --auth none`` with wrk; (p3) the
 same through grpc-gateway (v1, as Debian packages it: tests/bench/grpc_gateway.py), with the same
 wrk settings, or why it could not be built; (p4) the same through ``portico proxy --server
-pyvoy`` (its calls through Envoy), and (p5) that with ``--workers 2`` on two cores. (p2)-(p4)
-have core 0 and wrk core 1; (p5) has cores 0 and 1 and wrk goes where the kernel puts it.
+pyvoy`` (its calls through Envoy), and (p5) that with ``--workers 2`` on two cores; (p6) and
+(p7) the floors of tests/bench/proxy_floor.py (the upstream call and nothing else, through
+grpc.aio under uvicorn and through Envoy's client under pyvoy). (p2)-(p4), (p6) and (p7) have
+core 0 and wrk core 1, all of them up at once and measured in turns; (p5) has cores 0 and 1 and
+wrk goes where the kernel puts it.
 
 ``python -m tests.bench.proxy_load grpc ADDRESS SECONDS CONCURRENCY`` is the gRPC load
 generator of (p1): it sends ``SayRequest{text: "hello"}`` as raw bytes, needing no generated code.
@@ -15,17 +18,22 @@ generator of (p1): it sends ``SayRequest{text: "hello"}`` as raw bytes, needing 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 SAY_PATH = "/portico.echo.v1.Echo/Say"
 SAY_HELLO = b"\n\x05hello"  # SayRequest{text: "hello"} on the wire
+SAY = "/v1/say/hello"  # the same call through a front, as its google.api.http route has it
 
 
 async def _caller(call: Any, until: float, out: list[float]) -> None:
@@ -70,77 +78,103 @@ def _upstream(processes: Any, port: int, work: Path) -> tuple[Any, str]:
     return processes.start(command, stdout=subprocess.DEVNULL), kind
 
 
-def _wrk(
-    processes: Any,
-    command: list[str],
-    base: str,
-    ready: str,
-    seconds: float,
-    cpus: tuple[str, str] = ("0", "1"),
-) -> Any:
-    """``GET /v1/say/hello`` with wrk on what ``command`` starts at ``base``: ``cpus`` are the
-    server's and wrk's cores."""
-    from tests.bench import wrk
-    from tests.bench.procs import wait_ready
+@dataclass(frozen=True)
+class Front:
+    """A front to measure: the command that starts it on a free ``port``, the path that answers
+    once it is ready, and its environment."""
 
-    server_cpus, load_cpus = cpus
+    command: Callable[[int], list[str]]
+    ready: str = "/v1/say/hello"
+    env: dict[str, str] | None = None
+
+
+@contextlib.contextmanager
+def _started(processes: Any, front: Front, cpus: str) -> Iterator[str]:
+    """``front`` running on ``cpus``; its base URL."""
+    from tests.bench.procs import free_port, wait_ready
+
+    port = free_port()
     server = processes.start(
-        command, cpus=server_cpus, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        front.command(port),
+        cpus=cpus,
+        env=front.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        wait_ready(f"{base}{ready}")
-        url = f"{base}/v1/say/hello"
-        wrk.measure(url, 1, "", load_cpus)  # warm-up
-        return wrk.summary([wrk.measure(url, seconds, "", load_cpus)])
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(f"{base}{front.ready}")
+        yield base
     finally:
         processes.stop(server)
 
 
-def _through_grpc_gateway(processes: Any, address: str, seconds: float) -> Any:
-    """(p3): wrk's numbers through grpc-gateway, or why it was not measured."""
+def _proxy(address: str, *flags: str) -> Front:
+    """``portico proxy --auth none`` in front of ``address``, with ``flags``."""
+    return Front(
+        lambda port: [sys.executable, "-m", "app", "proxy", "--upstream", address, "--auth",
+                      "none", "--http-port", str(port), *flags],
+        ready="/readyz",
+    )  # fmt: skip
+
+
+def _floor(address: str, on_pyvoy: bool) -> Front:
+    """A floor of ``tests/bench/proxy_floor.py``: (p7) under pyvoy, (p6) under uvicorn."""
+
+    def command(port: int) -> list[str]:
+        if on_pyvoy:
+            return [sys.executable, "-m", "tests.bench.proxy_floor", str(port)]
+        return [sys.executable, "-m", "uvicorn", "tests.bench.proxy_floor:through_grpc_aio",
+                "--port", str(port), "--loop", "uvloop", "--http", "httptools",
+                "--no-access-log", "--log-level", "warning"]  # fmt: skip
+
+    return Front(command, env={**os.environ, "BENCH_UPSTREAM": address})
+
+
+def _fronts(address: str) -> tuple[dict[str, Front], dict[str, str]]:
+    """The fronts measured in turns on one core, and those that could not run, with why."""
     from tests.bench import grpc_gateway
-    from tests.bench.procs import free_port
 
+    fronts = {"p2_proxy_rest": _proxy(address)}
+    missing = {}
     try:
-        gateway = grpc_gateway.binary()
+        gateway = str(grpc_gateway.binary())
+        fronts["p3_grpc_gateway"] = Front(
+            lambda port: [gateway, "-upstream", address, "-port", str(port)]
+        )
     except grpc_gateway.Unavailable as error:
-        return f"not measured: {error}"
-    port = free_port()
-    command = [str(gateway), "-upstream", address, "-port", str(port)]
-    return _wrk(processes, command, f"http://127.0.0.1:{port}", "/v1/say/hello", seconds)
+        missing["p3_grpc_gateway"] = f"not measured: {error}"
+    fronts["p4_proxy_pyvoy"] = _proxy(address, "--server", "pyvoy")
+    fronts["p6_floor_grpc_aio"] = _floor(address, on_pyvoy=False)
+    fronts["p7_floor_envoy"] = _floor(address, on_pyvoy=True)
+    return fronts, missing
 
 
-def _through_proxy(
-    processes: Any, address: str, seconds: float, *flags: str, cpus: tuple[str, str] = ("0", "1")
-) -> Any:
-    """wrk's numbers through ``portico proxy --auth none`` with ``flags``."""
+def measure(bench: Any, connections: int) -> dict[str, Any]:
+    """(p1)-(p7) in one run. The fronts with one core have core 0, all of them up at once and
+    measured in turns (wrk on core 1), so that their ratios share the machine's quick and slow
+    moments; then (p5) on both cores, and (p1) from core 1."""
+    from tests.bench import wrk
+    from tests.bench.cases import Target
     from tests.bench.procs import free_port
 
-    port = free_port()
-    command = [sys.executable, "-m", "app", "proxy", "--upstream", address, "--auth", "none"]
-    command += ["--http-port", str(port), *flags]
-    return _wrk(processes, command, f"http://127.0.0.1:{port}", "/readyz", seconds, cpus)
-
-
-def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
-    """(p1)-(p5) in one run; a front with one core has core 0 and the load core 1."""
-    from tests.bench.procs import free_port
-
+    processes, seconds = bench.processes, bench.seconds
     upstream_port = free_port()
     with tempfile.TemporaryDirectory() as work:
         upstream, kind = _upstream(processes, upstream_port, Path(work))
         try:
             address = f"127.0.0.1:{upstream_port}"
-            through_proxy = _through_proxy(processes, address, seconds)
-            through_gateway = _through_grpc_gateway(processes, address, seconds)
-            on_pyvoy = _through_proxy(processes, address, seconds, "--server", "pyvoy")
-            two_workers = _through_proxy(
-                processes,
-                address,
-                seconds,
-                *("--server", "pyvoy", "--workers", "2"),
-                cpus=("0,1", ""),
-            )
+            fronts, missing = _fronts(address)
+            with contextlib.ExitStack() as running:
+                bases = {
+                    key: running.enter_context(_started(processes, front, "0"))
+                    for key, front in fronts.items()
+                }
+                rows = bench.compare({key: Target(base, SAY) for key, base in bases.items()})
+            with _started(processes, _proxy(address, "--server", "pyvoy", "--workers", "2"),
+                          "0,1") as base:  # fmt: skip
+                wrk.measure(f"{base}{SAY}", 1, "", "")  # warm-up
+                two_workers = wrk.summary([wrk.measure(f"{base}{SAY}", seconds, "", "")])
             direct = processes.start(
                 [sys.executable, "-m", "tests.bench.proxy_load", "grpc", address, str(seconds),
                  str(connections)],
@@ -154,11 +188,10 @@ def measure(processes: Any, seconds: float, connections: int) -> dict[str, Any]:
     return {
         "upstream": kind,
         "p1_direct_grpc": direct_grpc,
-        "p2_proxy_rest": through_proxy,
-        "p3_grpc_gateway": through_gateway,
-        "p4_proxy_pyvoy": on_pyvoy,
+        **rows,
+        **missing,
         "p5_proxy_pyvoy_2_workers": two_workers,
-        "proxy_added_p50_ms": through_proxy["p50_ms"] - direct_grpc["p50_ms"],
+        "proxy_added_p50_ms": rows["p2_proxy_rest"]["p50_ms"] - direct_grpc["p50_ms"],
     }
 
 

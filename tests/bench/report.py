@@ -41,7 +41,28 @@ def derive(run: dict[str, Any], workers: int) -> None:
         run["ratios"]["(h) bytes of a reply on the wire, gzipped / plain"] = (
             gzipped["reply_bytes"] / plain["reply_bytes"]
         )
+    run["ratios"] |= _proxy_ratios(run.get("proxy", {}))
     run["targets"] = targets(run, workers)
+
+
+# The proxy case's rows (tests/bench/proxy_load.py) against grpc-gateway's (p3), and (p5)'s two
+# workers against (p4)'s one.
+PROXY_RATIOS = {
+    "(p2) portico proxy / (p3) grpc-gateway": ("p2_proxy_rest", "p3_grpc_gateway"),
+    "(p4) portico proxy on pyvoy / (p3) grpc-gateway": ("p4_proxy_pyvoy", "p3_grpc_gateway"),
+    "(p5) two workers / (p4) one": ("p5_proxy_pyvoy_2_workers", "p4_proxy_pyvoy"),
+    "(p6) floor through grpc.aio / (p3) grpc-gateway": ("p6_floor_grpc_aio", "p3_grpc_gateway"),
+    "(p7) floor through Envoy's client / (p3) grpc-gateway": ("p7_floor_envoy", "p3_grpc_gateway"),
+}
+
+
+def _proxy_ratios(proxied: dict[str, Any]) -> dict[str, float]:
+    rps = {key: r["rps"] for key, r in proxied.items() if isinstance(r, dict) and r.get("rps")}
+    return {
+        name: rps[top] / rps[bottom]
+        for name, (top, bottom) in PROXY_RATIOS.items()
+        if top in rps and bottom in rps
+    }
 
 
 def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
@@ -74,6 +95,18 @@ def targets(run: dict[str, Any], workers: int) -> dict[str, bool]:
         )
     if "(a) REST, pyvoy / uvicorn" in ratios:
         met["(a) under pyvoy >= 1.0 x under uvicorn"] = ratios["(a) REST, pyvoy / uvicorn"] >= 1.0
+    fronts = [ratios[name] for name in list(PROXY_RATIOS)[:2] if name in ratios]
+    if fronts:
+        met["portico proxy (p2 or p4) >= 0.7 x grpc-gateway"] = max(fronts) >= 0.7
+    if "(p5) two workers / (p4) one" in ratios:
+        met["portico proxy, 2 workers on 2 cores >= 1.6 x one"] = (
+            ratios["(p5) two workers / (p4) one"] >= 1.6
+        )
+    proxied = run.get("proxy", {})
+    gateway = proxied.get("p3_grpc_gateway")
+    if isinstance(gateway, dict) and "p2_proxy_rest" in proxied:
+        p99 = min(proxied[k]["p99_ms"] for k in ("p2_proxy_rest", "p4_proxy_pyvoy") if k in proxied)
+        met["portico proxy (p2 or p4) p99 < 2 x grpc-gateway's"] = p99 < 2 * gateway["p99_ms"]
     cold = run.get("b_read_cold", {})
     if workers >= 2 and "rps" in cold:
         met["cold (b) >= 8,000 req/s, p99 < 10 ms"] = cold["rps"] >= 8000 and cold["p99_ms"] < 10

@@ -1,6 +1,7 @@
-"""(p1)-(p5): what ``portico proxy`` adds to a unary call (tests/bench/proxy_load.py), beside
+"""(p1)-(p7): what ``portico proxy`` adds to a unary call (tests/bench/proxy_load.py), beside
 grpc-gateway doing the same, under uvicorn and under pyvoy (one worker, then two on two cores),
-measured once, in the run with one worker: the proxy is a process of its own."""
+and the floors of a front that makes the upstream call and nothing else; measured once, in the
+run with one worker: the proxy is a process of its own."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from tests.bench.wrk import CONNECTIONS
 
 
 def proxy(bench: Bench) -> dict[str, Any]:
-    result = proxy_load.measure(bench.processes, bench.seconds, CONNECTIONS)
+    result = proxy_load.measure(bench, CONNECTIONS)
     gateway = result["p3_grpc_gateway"]
     gateway_errors = gateway["errors"] if isinstance(gateway, dict) else 0
     proxies = ("p2_proxy_rest", "p4_proxy_pyvoy", "p5_proxy_pyvoy_2_workers")
+    proxies += ("p6_floor_grpc_aio", "p7_floor_envoy")
     return result | {"errors": sum(result[key]["errors"] for key in proxies) + gateway_errors}
 
 
@@ -36,9 +38,16 @@ def describe(r: dict[str, Any]) -> str:
     )
     if "p4_proxy_pyvoy" not in r:  # a run from before the pyvoy rows
         return said
-    return (
+    said = (
         f"{said}; (p4) through portico proxy --server pyvoy: {_rest(r['p4_proxy_pyvoy'])}; "
         f"(p5) that with --workers 2 on two cores: {_rest(r['p5_proxy_pyvoy_2_workers'])}"
+    )
+    if "p6_floor_grpc_aio" not in r:  # a run from before the floors
+        return said
+    return (
+        f"{said}; the floors, the upstream call and nothing else: (p6) through grpc.aio under "
+        f"uvicorn: {_rest(r['p6_floor_grpc_aio'])}; (p7) through Envoy's client under pyvoy: "
+        f"{_rest(r['p7_floor_envoy'])}"
     )
 
 

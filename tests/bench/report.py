@@ -13,7 +13,6 @@ PAGE = ROOT / "docs" / "performance.md"
 
 def derive(run: dict[str, Any], workers: int) -> None:
     """Add the ratios and the targets of item (a)-(g) to one worker count's results."""
-    rps = {key: r["rps"] for key, r in run.items() if isinstance(r, dict) and "rps" in r}
     ratios = {
         "(a)/(e) Starlette": ("a_version", "e_starlette"),
         "(a)/(e) raw ASGI": ("a_version", "e_raw_asgi"),
@@ -31,17 +30,13 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "(a) REST, pyvoy / uvicorn": ("a_version_pyvoy", "a_version_uvicorn"),
         "(e) raw ASGI, pyvoy / uvicorn": ("e_raw_pyvoy", "e_raw_uvicorn"),
     }
-    run["ratios"] = {
-        name: rps[top] / rps[bottom]
-        for name, (top, bottom) in ratios.items()
-        if rps.get(top) and rps.get(bottom)
-    }
+    run["ratios"] = _ratios(run, ratios)
     plain, gzipped = run.get("h_list", {}), run.get("h_list_gzip", {})
     if plain.get("reply_bytes") and gzipped.get("reply_bytes"):
         run["ratios"]["(h) bytes of a reply on the wire, gzipped / plain"] = (
             gzipped["reply_bytes"] / plain["reply_bytes"]
         )
-    run["ratios"] |= _proxy_ratios(run.get("proxy", {}))
+    run["ratios"] |= _ratios(run.get("proxy", {}), PROXY_RATIOS)
     run["targets"] = targets(run, workers)
 
 
@@ -56,11 +51,12 @@ PROXY_RATIOS = {
 }
 
 
-def _proxy_ratios(proxied: dict[str, Any]) -> dict[str, float]:
-    rps = {key: r["rps"] for key, r in proxied.items() if isinstance(r, dict) and r.get("rps")}
+def _ratios(rows: dict[str, Any], pairs: dict[str, tuple[str, str]]) -> dict[str, float]:
+    """Each pair's ratio of req/s, ``top / bottom``, where ``rows`` has both."""
+    rps = {key: r["rps"] for key, r in rows.items() if isinstance(r, dict) and r.get("rps")}
     return {
         name: rps[top] / rps[bottom]
-        for name, (top, bottom) in PROXY_RATIOS.items()
+        for name, (top, bottom) in pairs.items()
         if top in rps and bottom in rps
     }
 

@@ -4,6 +4,8 @@ Every stored object has a revision (``app/store``). A servicer whose reply holds
 names their revisions in the reply's ``etag`` metadata (one object: its revision; several: the
 newest revision and how many there are, which changes whenever one of them changes, goes or
 comes, as revisions are global and only grow). The HTTP gateway makes that its ``ETag`` header.
+A reply that also shows values derived from elsewhere (a setting, another record's state) names
+them too: their digest follows the revisions, so the tag changes when one of them does.
 
 A write that the caller made conditional with ``if-match`` metadata (HTTP's ``If-Match``
 header, passed through as metadata by every transport) is checked against the object's current
@@ -14,6 +16,7 @@ current revision, and nothing changes. Which transport called, the servicer neve
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 
@@ -30,17 +33,22 @@ IF_MATCH = "if-match"
 _IF_MATCH: ContextVar[tuple[str, ...] | None] = ContextVar("portico_if_match", default=None)
 
 
-def etag(revisions: Iterable[int]) -> str:
-    """The entity tag of a reply holding objects at ``revisions``."""
+def etag(revisions: Iterable[int], derived: Iterable[str] = ()) -> str:
+    """The entity tag of a reply holding objects at ``revisions`` and showing ``derived``
+    values besides (each one's text; their digest is part of the tag)."""
     held = list(revisions)
-    if len(held) == 1:
-        return f'"{held[0]}"'
-    return f'"{max(held, default=0)}-{len(held)}"'
+    tag = str(held[0]) if len(held) == 1 else f"{max(held, default=0)}-{len(held)}"
+    shown = list(derived)
+    if shown:
+        # Unit separators keep ("a", "bc") and ("ab", "c") apart.
+        digest = hashlib.blake2s("\x1f".join(shown).encode(), digest_size=6).hexdigest()
+        tag = f"{tag}.{digest}"
+    return f'"{tag}"'
 
 
-def etag_metadata(revisions: Iterable[int]) -> tuple[tuple[str, str]]:
-    """The reply metadata naming ``revisions``."""
-    return ((ETAG, etag(revisions)),)
+def etag_metadata(revisions: Iterable[int], derived: Iterable[str] = ()) -> tuple[tuple[str, str]]:
+    """The reply metadata naming ``revisions`` (and ``derived`` values, see :func:`etag`)."""
+    return ((ETAG, etag(revisions, derived)),)
 
 
 def take_if_match(metadata: Iterable[tuple[str, str | bytes]] | None) -> None:

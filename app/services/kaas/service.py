@@ -67,7 +67,6 @@ from app.services.kaas.records import (
     cluster_records,
     cluster_state,
     key_of,
-    load_cluster,
     machine_count,
     machine_data,
     machine_status,
@@ -151,13 +150,16 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self, request: api_pb2.GetClusterNodesStatusMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetClusterNodesStatusReply:
         name = request.clusterName
-        spec = (await self._read(context, CLUSTER_SPEC, name)).parse(api_pb2.CreateClusterMsg)
+        spec_record = await self._read(context, CLUSTER_SPEC, name)
+        spec = spec_record.parse(api_pb2.CreateClusterMsg)
         try:
-            machines = await asyncio.to_thread(
-                parse_machines, await self.store.list(MACHINE, f"{name}/")
-            )
+            records = await self.store.list(MACHINE, f"{name}/")
         except StoreError as error:
             await abort_store_error(context, error)
+        machines = await asyncio.to_thread(parse_machines, records)
+        # The spec orders the machines (pools as added), so its revision is part of the tag.
+        held = (spec_record.revision, *(r.revision for r in records))
+        await context.send_initial_metadata(revisions.etag_metadata(held))
         statuses = [machine_status(m) for m in sorted_machines(spec, machines)]
         return api_pb2.GetClusterNodesStatusReply(Name=name, count=len(statuses), machines=statuses)
 
@@ -165,11 +167,16 @@ class ClusterService(api_pb2_grpc.ClusterServicer):
         self, request: api_pb2.GetUpgradeClusterInformationMsg, context: grpc.aio.ServicerContext
     ) -> api_pb2.GetUpgradeClusterInformationReply:
         try:
-            state = await load_cluster(self.store, request.name)
+            found = await cluster_records(self.store, request.name)
         except StoreError as error:
             await abort_store_error(context, error)
-        if state is None:
+        if found is None:
             await abort(context, Code.NOT_FOUND, f"cluster {request.name!r} not found")
+        state = await cluster_state(*found)
+        status, spec, machines = found
+        # What the cluster's records allow, among the versions this server offers (a setting).
+        held = (status.revision, spec.revision, *(r.revision for r in machines))
+        await context.send_initial_metadata(revisions.etag_metadata(held, self.versions))
         if upgrade_refusal(state) is not None:
             return api_pb2.GetUpgradeClusterInformationReply(ok=False)
         targets = upgrade_targets(state.spec.k8s_version, self.versions)

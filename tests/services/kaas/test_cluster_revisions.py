@@ -57,3 +57,77 @@ def test_get_cluster_revalidates_and_a_stale_delete_is_412(tmp_path):
 
 def server_auth(api) -> tuple[tuple[str, str], ...]:
     return (("authorization", api.headers["authorization"]),)
+
+
+async def _revalidates(api, path: str, params: dict) -> str:
+    """The reply's ETag, the same when read again, and a 304 with no body while it holds."""
+    first = await api.http.get(path, params=params, headers=api.headers)
+    assert first.status_code == 200, first.text
+    etag = first.headers["etag"]
+    assert first.headers["cache-control"] == "no-cache"
+    second = await api.http.get(path, params=params, headers=api.headers)
+    assert second.headers["etag"] == etag
+    again = await api.http.get(path, params=params, headers={**api.headers, "if-none-match": etag})
+    assert (again.status_code, again.content) == (304, b"")
+    return str(etag)
+
+
+async def _changed(api, path: str, params: dict, etag: str) -> dict:
+    """After a write: the old ETag no longer holds (a whole reply with a new one)."""
+    reply = await api.http.get(path, params=params, headers={**api.headers, "if-none-match": etag})
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["etag"] != etag
+    return dict(reply.json())
+
+
+NODES = ("/api/v1/cluster/nodesstatus", {"clusterName": "prod"})
+UPGRADE = ("/api/v1/cluster/upgrade", {"name": "prod"})
+
+
+def test_nodes_status_and_upgrade_information_revalidate_until_the_cluster_changes(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            api = await _rest(server)
+            status, _ = await api.call("POST", "/api/v1/cluster", json=_body(workers=1))
+            assert status == 200
+            await api.wait_for("prod", "RUNNING")  # settled: nothing changes by itself now
+            nodes = await _revalidates(api, *NODES)
+            upgrade = await _revalidates(api, *UPGRADE)
+
+            stub = api_pb2_grpc.ClusterStub(server.channel)
+            call = stub.GetClusterNodesStatus(
+                api_pb2.GetClusterNodesStatusMsg(clusterName="prod"), metadata=server_auth(api)
+            )
+            assert dict(await call.initial_metadata())["etag"] == nodes
+            assert len((await call).machines) == 2
+            call = stub.GetUpgradeClusterInformation(
+                api_pb2.GetUpgradeClusterInformationMsg(name="prod"), metadata=server_auth(api)
+            )
+            assert dict(await call.initial_metadata())["etag"] == upgrade
+            assert list((await call).versions) == ["1.32.0"]
+
+            # Another client scales the workers: the spec changes at once, machines follow.
+            status, _ = await api.call(
+                "PUT",
+                "/api/v1/cluster/pool",
+                json={"clusterName": "prod", "node_pools": [{"name": "workers", "count": 2}]},
+            )
+            assert status == 200
+            await _changed(api, *NODES, nodes)
+            await _changed(api, *UPGRADE, upgrade)
+            await api.wait_for("prod", "RUNNING")
+            scaled = await _revalidates(api, *NODES)
+            assert (await _changed(api, *NODES, nodes))["count"] == 3
+
+            # An upgrade: the spec changes at once, the machines one by one after it.
+            upgrade = await _revalidates(api, *UPGRADE)
+            status, _ = await api.call(
+                "PUT", "/api/v1/cluster/upgrade", json={"name": "prod", "version": "1.32.0"}
+            )
+            assert status == 200
+            assert (await _changed(api, *UPGRADE, upgrade)) == {"ok": False, "versions": []}
+            await api.wait_for("prod", "RUNNING")
+            upgraded = await _changed(api, *NODES, scaled)
+            assert {m["k8sVersion"] for m in upgraded["machines"]} == {"1.32.0"}
+
+    run(scenario())

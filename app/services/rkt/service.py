@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from app import __version__
+from app.services import revisions
 from app.services.kudo.images import InvalidReference, parse_reference
 from app.services.kudo.records import BY_IMAGE, INSTANCE, NODE, InstanceRecord, NodeRecord
 from app.services.rkt import filters
@@ -157,7 +158,7 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             found = Violations()
             found.add("id", "is required (the pod id)")
             await abort_invalid(context, found)
-        instance, _ = await self._pod_instance(request.id, context)
+        instance, revision = await self._pod_instance(request.id, context)
         # Index reads: the instances that ran this pod's image, and its node's record.
         try:
             sharing = await self.store.list_where(INSTANCE, BY_IMAGE, image_id(instance))
@@ -167,6 +168,11 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         instances = [i for r in sharing if visible(i := InstanceRecord.from_bytes(r.data))]
         imports = {k: at for k, (_, at) in self._images(instances).items()}
         nodes = {} if node is None else _node_state([node])
+        # The pod is its instance's record, its node's state and its image's import time (gone
+        # once the image's retention ends: then the pod's own). The node's record changes at
+        # every usage report, its state seldom: the state, not its revision, is in the tag.
+        shown = (nodes.get(instance.node, ""), str(imports.get(image_id(instance), "")))
+        await context.send_initial_metadata(revisions.etag_metadata((revision,), shown))
         return pb.InspectPodResponse(pod=pod_of(instance, Detail.FULL, imports, nodes))
 
     async def ListImages(
@@ -191,9 +197,17 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
             found = Violations()
             found.add("id", "is required (the image id, sha512-...)")
             await abort_invalid(context, found)
-        imports = self._images(await self._instances())
+        # An image is on the nodes by the instances that ran it (an index read) and the clock.
+        try:
+            records = await self.store.list_where(INSTANCE, BY_IMAGE, request.id)
+        except StoreError as exc:
+            await abort_store_error(context, exc)
+        ran = [(r, i) for r in records if visible(i := InstanceRecord.from_bytes(r.data))]
+        imports = self._images([i for _, i in ran])
         if request.id not in imports:
             await abort(context, grpc.StatusCode.NOT_FOUND, f"image {request.id!r} not found")
+        # While it is there, those instances alone say what it shows.
+        await context.send_initial_metadata(revisions.etag_metadata(r.revision for r, _ in ran))
         reference, at = imports[request.id]
         return pb.InspectImageResponse(image=image_of(reference, at, Detail.FULL))
 

@@ -71,6 +71,7 @@ class StatusFeed:
     def __init__(self, channel: grpc.aio.Channel, token: str, node: str, limit: pb.ResourceSummary):
         self.node = node
         self.limit = limit
+        self.status = pb.RUNNING  # what it reports from now on (a test may change it)
         self._stop = asyncio.Event()
         stub = pb_grpc.NodeServiceStub(channel)
         self.call = stub.Status(self._reports(), metadata=bearer(token))
@@ -78,7 +79,7 @@ class StatusFeed:
     async def _reports(self) -> AsyncIterator[pb.NodeStatus]:
         while not self._stop.is_set():
             yield pb.NodeStatus(
-                id=self.node, status=pb.RUNNING, resource=pb.Resource(limit=self.limit)
+                id=self.node, status=self.status, resource=pb.Resource(limit=self.limit)
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), 0.02)

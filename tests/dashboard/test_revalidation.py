@@ -19,6 +19,7 @@ from tests.services.kudo.world import headers
 pytestmark = pytest.mark.chromium
 
 LIST = "/cnct.kaas.api.Cluster/GetClusterList"
+NODES = "/cnct.kaas.api.Cluster/GetClusterNodesStatus"
 
 # Every request the page makes from now on, with what it sent and what came back.
 WATCH_FETCH = """
@@ -111,6 +112,10 @@ def test_the_clusters_view_revalidates_its_list_and_still_shows_a_change(browser
     assert all(r["ifNoneMatch"] == first["etag"] for r in asked[1:]), asked
     assert table_marked(browser)  # a 304 leaves the page as it was drawn
     assert row_keys(browser, "Clusters") == ["first"]
+    # Each cluster's machines, asked for on every refresh, revalidate the same way.
+    wait(browser).until(lambda b: any(r["status"] == 304 for r in seen(b, NODES)))
+    first_nodes, *later = seen(browser, NODES)
+    assert first_nodes["etag"] and all(r["ifNoneMatch"] == first_nodes["etag"] for r in later)
 
     # Another client's change: the next refresh's If-None-Match no longer holds, so the whole
     # new list comes back and is drawn.

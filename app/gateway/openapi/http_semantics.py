@@ -13,9 +13,11 @@ JSON = "application/json"
 # HTTP's conditional requests, from the revisions servicers name in their ``etag`` metadata.
 ETAG_HEADER = {
     "description": (
-        "Where the reply holds stored objects: their revisions (one object: its revision; "
-        "several: the newest revision and how many). Send it back in If-None-Match to "
-        "revalidate, or in If-Match to make a write conditional."
+        "Where the reply is made of stored objects: their revisions (one object: its "
+        "revision; several: the newest revision and how many; then a digest of any value "
+        "taken from elsewhere). Send it back in If-None-Match to revalidate, or in If-Match "
+        "to make a write conditional. Absent where a reply is not made of stored objects "
+        "alone (statistics that move with time, server information, live streams)."
     ),
     "schema": {"type": "string"},
 }

@@ -99,12 +99,13 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self.open_streams = 0
         self.events = EventStreams(store, self.image_retention_ns)
 
-    async def _all_instances(self) -> list[InstanceRecord]:
-        return [InstanceRecord.from_bytes(r.data) for r in await self.store.list(INSTANCE)]
-
-    async def _instances(self) -> list[InstanceRecord]:
-        """The instances the caller may see."""
-        return [i for i in await self._all_instances() if visible(i)]
+    async def _visible_records(self) -> list[tuple[Record, InstanceRecord]]:
+        """The instances the caller may see, with their records."""
+        return [
+            (r, i)
+            for r in await self.store.list(INSTANCE)
+            if visible(i := InstanceRecord.from_bytes(r.data))
+        ]
 
     def _images(self, instances: list[InstanceRecord]) -> dict:
         """The images on the nodes now (see :mod:`app.services.rkt.images`)."""
@@ -141,9 +142,15 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self, request: pb.ListPodsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListPodsResponse:
         await _check_filter_count(context, len(request.filters))
-        instances = await self._instances()
+        records = await self._visible_records()
+        instances = [i for _, i in records]
         imports = {k: at for k, (_, at) in self._images(instances).items()}
         nodes = await self._node_states()
+        # As for InspectPod: the instances, and what their pods show of nodes and images.
+        shown = sorted({f"{i.node}={nodes.get(i.node, '')}" for i in instances if i.node})
+        shown += sorted(f"{image}={at}" for image, at in imports.items())
+        held = (r.revision for r, _ in records)
+        await context.send_initial_metadata(revisions.etag_metadata(held, shown))
         # Filters see the whole pod; the reply then shows the requested detail.
         full = [(pod_of(i, Detail.FULL, imports, nodes), i) for i in instances]
         chosen = {p.id for p in filters.select_pods([p for p, _ in full], request.filters)}
@@ -179,7 +186,11 @@ class RuntimeService(pb_grpc.PublicAPIServicer):
         self, request: pb.ListImagesRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListImagesResponse:
         await _check_filter_count(context, len(request.filters))
-        imports = self._images(await self._instances())
+        records = await self._visible_records()
+        imports = self._images([i for _, i in records])
+        # The instances say which images came and when; the clock, which of them are gone.
+        held = (r.revision for r, _ in records)
+        await context.send_initial_metadata(revisions.etag_metadata(held, sorted(imports)))
         everything = [image_of(ref, at, Detail.FULL) for ref, at in imports.values()]
         chosen = {i.id for i in filters.select_images(everything, request.filters)}
         detail = Detail.LISTED if request.detail else Detail.REDUCED

@@ -1,6 +1,6 @@
-"""InspectPod and InspectImage name what they were made of in their ETag (REST) and ``etag``
-metadata (gRPC): a client revalidates with If-None-Match and gets 304 until an input changes,
-the pod's node's state included."""
+"""The runtime's pods and images (Inspect and List) name what they were made of in their ETag
+(REST) and ``etag`` metadata (gRPC): a client revalidates with If-None-Match and gets 304 until
+an input changes, the pod's node's state included."""
 
 from __future__ import annotations
 
@@ -148,5 +148,41 @@ def test_a_pods_etag_changes_when_its_images_retention_ends(tmp_path):
             await eventually(image_removed, what="the image's retention ended")
             pod = (await _changed(server.http, path, auth, shown.headers["etag"]))["pod"]
             assert pod["apps"][0]["image"]["import_timestamp"] != before
+
+    run(scenario())
+
+
+async def _listed(http: httpx.AsyncClient, path: str, auth: dict[str, str]) -> str:
+    """The list's ETag, and a 304 with no body while it holds."""
+    first = await http.post(path, json={"detail": True}, headers=auth)
+    assert first.status_code == 200, first.text
+    etag = str(first.headers["etag"])
+    again = await http.post(path, json={"detail": True}, headers={**auth, "if-none-match": etag})
+    assert (again.status_code, again.content) == (304, b"")
+    return etag
+
+
+def test_pod_and_image_lists_revalidate_until_a_pod_comes(tmp_path):
+    async def scenario() -> None:
+        async with running(tmp_path, sim_nodes=1) as server:
+            token = await server.login()
+            auth = headers(token)
+            await _start(server, token, "web", NGINX)
+            pods = await _listed(server.http, "/v1/runtime/pods:list", auth)
+            images = await _listed(server.http, "/v1/runtime/images:list", auth)
+            api = rkt_grpc.PublicAPIStub(server.channel)
+            call = api.ListPods(rkt.ListPodsRequest(detail=True), metadata=bearer(token))
+            assert dict(await call.initial_metadata())["etag"] == pods
+            assert len((await call).pods) == 1
+
+            await _start(server, token, "cache", ETCD)
+            for path, etag, field in (
+                ("/v1/runtime/pods:list", pods, "pods"),
+                ("/v1/runtime/images:list", images, "images"),
+            ):
+                asked = {**auth, "if-none-match": etag}
+                reply = await server.http.post(path, json={"detail": True}, headers=asked)
+                assert reply.status_code == 200 and reply.headers["etag"] != etag
+                assert len(reply.json()[field]) == 2
 
     run(scenario())

@@ -146,26 +146,32 @@ def read_body(receive: Receive, headers: Headers, limit: int, timeout: float) ->
 
 
 async def _read_body_within(receive: Receive, limit: int, timeout: float) -> bytes:
+    # One coroutine (not SlowReads.within around a reader's): every call with a body passes.
+    reads = slow_reads()
+    task, cancelling = reads.enter(timeout)
     try:
-        return await slow_reads().within(timeout, _read_body(receive, limit))
-    except TimeoutError:
-        raise body_too_slow(timeout) from None
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        event = await receive()
-        if event["type"] == "http.disconnect":
-            raise GatewayError(grpc.StatusCode.CANCELLED, "client went away")
-        chunk = event.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise body_too_large(limit)
-        chunks.append(chunk)
-        if not event.get("more_body", False):
-            return b"".join(chunks)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            event = await receive()
+            if event["type"] == "http.disconnect":
+                raise GatewayError(grpc.StatusCode.CANCELLED, "client went away")
+            chunk = event.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise body_too_large(limit)
+            if not event.get("more_body", False):
+                if not chunks:
+                    return bytes(chunk)  # the whole body in one event, the common case
+                chunks.append(chunk)
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except asyncio.CancelledError:
+        if reads.timed_out(task, cancelling):
+            raise body_too_slow(timeout) from None
+        raise
+    finally:
+        reads.leave(task)
 
 
 def pump_cancelling_on_disconnect(

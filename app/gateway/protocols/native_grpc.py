@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
-from app.gateway.codec.wire_codecs import WireCodec
+from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
@@ -32,6 +32,7 @@ from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, admit, grace_ended, unary_reply
 from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
+from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation, Telemetry
 
 CONTENT_TYPE = b"application/grpc"
@@ -68,6 +69,12 @@ class NativeGrpcFlow(ProtocolFlow):
 
     protocol = "grpc"
 
+    def __init__(self, stages: Stages, proto: ProtoCodec, json_codec: JsonCodec) -> None:
+        super().__init__(stages, proto, json_codec)
+        # The wire of nearly every call (binary, uncompressed), built once: a wire holds only
+        # what its request's headers chose.
+        self._plain = GrpcWire(proto, {})
+
     def serve(
         self,
         plan: BindingPlan,
@@ -96,7 +103,7 @@ class NativeGrpcFlow(ProtocolFlow):
         context: GatewayContext | None = None
         options = self.stages.options
         try:
-            wire = GrpcWire(self._codec(headers), headers)
+            wire = self._wire(headers)
             call = self._call(plan, headers, request_id, scope, observation)
             context = call.context
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
@@ -116,8 +123,13 @@ class NativeGrpcFlow(ProtocolFlow):
             error = grace_ended(options.streams, context, cancelled)
             await send_status_only(send, error, request_id, context)
             return error.code.name, 200
-        await http_io.start(
-            send, 200, wire.content_type, request_id, None, wire.headers(context), trailers=True
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": wire.start_headers(request_id, context),
+                "trailers": True,
+            }
         )
         await send({"type": "http.response.body", "body": payload})
         await send({"type": "http.response.trailers", "headers": trailers(None, context)})
@@ -134,7 +146,7 @@ class NativeGrpcFlow(ProtocolFlow):
         send: Send,
     ) -> Ended:
         try:
-            wire = GrpcWire(self._codec(headers), headers)
+            wire = self._wire(headers)
             call = self._call(plan, headers, request_id, scope, observation)
         except GatewayError as exc:
             await send_status_only(send, exc, request_id, None)
@@ -161,6 +173,11 @@ class NativeGrpcFlow(ProtocolFlow):
                 "signed (PORTICO_TLS_CLIENT_CA)",
             )
         return call
+
+    def _wire(self, headers: http_io.Headers) -> GrpcWire:
+        if headers.get(b"content-type") == CONTENT_TYPE and b"grpc-encoding" not in headers:
+            return self._plain
+        return GrpcWire(self._codec(headers), headers)
 
     def _codec(self, headers: http_io.Headers) -> WireCodec:
         subtype = headers.get(b"content-type", b"")[16:].split(b";", 1)[0].strip().lower()
@@ -196,6 +213,9 @@ class GrpcWire:
                 f"grpc-encoding {self.request_encoding!r} is not supported; use gzip or identity",
             )
         self.compress = self.request_encoding == "gzip"
+        self._fixed_headers = [_ACCEPT_ENCODING]
+        if self.compress:
+            self._fixed_headers.append((b"grpc-encoding", b"gzip"))
 
     def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
         return chunks
@@ -207,6 +227,23 @@ class GrpcWire:
         if context is None or not context.initial_metadata:
             return extra
         return extra + metadata_headers(context.initial_metadata)
+
+    def start_headers(
+        self, request_id: str, context: GatewayContext | None
+    ) -> list[tuple[bytes, bytes]]:
+        """The reply's headers, as :func:`http_io.start` gives them with :meth:`headers`, built
+        in one step (every unary call's reply starts here)."""
+        headers = [
+            (b"content-type", self.content_type),
+            (b"x-request-id", request_id.encode("latin-1")),
+        ]
+        headers += self._fixed_headers
+        if context is not None and context.initial_metadata:
+            headers += [
+                (key.encode("latin-1"), value.encode("latin-1"))
+                for key, value in metadata_headers(context.initial_metadata)
+            ]
+        return headers
 
     def message(self, payload: bytes) -> bytes:
         if self.compress and len(payload) >= COMPRESS_MIN_BYTES:
@@ -271,19 +308,39 @@ def client_certificate(headers: http_io.Headers) -> bytes | None:
     return None
 
 
+# What each header name is to gRPC, learned once per name: its metadata key, or one of these.
+_SKIPPED, _TIMEOUT = "", "grpc-timeout"
+_names: dict[bytes, str] = {}
+_NAMES_KEPT = 1024  # names learned at most (clients choose them): the rest are read each time
+
+
+def _metadata_name(raw_key: bytes) -> str:
+    """The metadata key of a header, :data:`_SKIPPED` for HTTP's and gRPC's own (the
+    transport's, not the caller's: grpc-encoding and the like), or :data:`_TIMEOUT`."""
+    if raw_key in _NOT_METADATA or raw_key.startswith(b":"):
+        name = _SKIPPED
+    elif raw_key.startswith(b"grpc-"):
+        name = _TIMEOUT if raw_key == b"grpc-timeout" else _SKIPPED
+    else:
+        name = raw_key.decode("latin-1")
+    if len(_names) < _NAMES_KEPT:
+        _names[raw_key] = name
+    return name
+
+
 def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, float | None]:
     found: list[tuple[str, str | bytes]] = [("x-request-id", request_id)]
     deadline = None
     for raw_key, raw_value in headers.items():
-        if raw_key in _NOT_METADATA or raw_key.startswith(b":"):
+        key = _names.get(raw_key)
+        if key is None:
+            key = _metadata_name(raw_key)
+        if not key:
             continue
-        if raw_key.startswith(b"grpc-"):
-            if raw_key == b"grpc-timeout":
-                value = raw_value.decode("latin-1")
-                deadline = time.monotonic() + http_io.timeout_seconds(value)
-            continue  # grpc-encoding and the like are the transport's, not the caller's
-        key = raw_key.decode("latin-1")
-        if key.endswith("-bin"):
+        if key is _TIMEOUT:
+            value = raw_value.decode("latin-1")
+            deadline = time.monotonic() + http_io.timeout_seconds(value)
+        elif key.endswith("-bin"):
             try:
                 found.append((key, base64.b64decode(raw_value + b"=" * (-len(raw_value) % 4))))
             except binascii.Error as exc:

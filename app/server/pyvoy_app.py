@@ -80,7 +80,7 @@ class PyvoyApp:
             self.loop = asyncio.get_running_loop()
             await self._lifespan(receive, send)
             return
-        task = asyncio.current_task()
+        task = asyncio.current_task(self.loop)  # the loop known: one lookup fewer per request
         assert task is not None
         self.in_flight.add(task)
         try:

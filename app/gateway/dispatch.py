@@ -16,7 +16,6 @@ from app.calls import stream_position
 from app.gateway import http_io
 from app.gateway.codec import streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
-from app.gateway.http import compression
 from app.gateway.http.stream_response import StreamResponse
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch
@@ -142,8 +141,8 @@ class RpcDispatcher:
         method = call.method
         limit = options.max_body_bytes
         framing = streaming.framing_for(call.headers.get(b"accept", b"").decode("latin-1"))
-        gzip = compression.accepts_gzip(call.headers.get(b"accept-encoding"))
-        response = StreamResponse(send, framing, call.request_id, context, stream, gzip)
+        coding = call.headers.get(b"accept-encoding")
+        response = StreamResponse(send, framing, call.request_id, context, stream, coding)
         try:
             await admit(call, options.authenticate)
             if method.client_streaming:

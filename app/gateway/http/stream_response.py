@@ -19,7 +19,7 @@ from app.gateway.codec.streaming import Framing
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError
 from app.gateway.http import reply_coding
-from app.gateway.http.compression import GZIP, VARY, GzipStream
+from app.gateway.http.compression import Headers, stream_coder
 from app.gateway.open_streams import Stream
 from app.settings import limits
 
@@ -34,11 +34,11 @@ class StreamResponse:
         request_id: str,
         context: GatewayContext,
         stream: Stream,
-        gzip: bool = False,
+        accept_encoding: bytes | None = None,
     ) -> None:
         self._send = send
-        # Asked for by the client: every frame goes out compressed and flushed at once.
-        self._gzip = GzipStream() if gzip else None
+        # As the client asks: every frame goes out compressed and flushed at once, or as it is.
+        self._coder, self._coding = stream_coder(accept_encoding)
         self._framing = framing
         self._request_id = request_id
         self._context = context
@@ -92,8 +92,8 @@ class StreamResponse:
             return error.http_status
         await self._started()
         tail = b"" if error is None else self._framing.error(error, options)
-        if self._gzip is not None:
-            tail = self._gzip.end(tail)
+        if self._coder is not None:
+            tail = self._coder.end(tail)
         await self._send({"type": "http.response.body", "body": tail, "more_body": False})
         return 200
 
@@ -125,7 +125,7 @@ class StreamResponse:
     async def _start(self) -> None:
         self._context.headers_sent = True
         framing = self._framing
-        extra = (VARY,) if self._gzip is None else (VARY, GZIP)
+        extra: Headers = self._coding
         await http_io.start(
             self._send, 200, framing.content_type, self._request_id, self._context, extra
         )
@@ -142,4 +142,4 @@ class StreamResponse:
             await self._send({"type": "http.response.body", "body": keepalive, "more_body": True})
 
     def _encoded(self, data: bytes) -> bytes:
-        return data if self._gzip is None else self._gzip.chunk(data)
+        return data if self._coder is None else self._coder.chunk(data)

@@ -24,8 +24,8 @@ from app.gateway.codec.transcoding import query_pairs
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
+from app.gateway.http.compression import GZIP_ONLY, accepts_gzip, gzip_bytes, whole_reply
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
-from app.gateway.http.compression import accepts_gzip, gzip_bytes, whole_reply
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, grace_ended, new_call, unary_reply
@@ -162,7 +162,8 @@ class ConnectFlow(ProtocolFlow):
             return await _send_error(send, error, request_id, context)
         payload = codec.encode(plan, reply)
         extra = _reply_metadata(context)
-        payload, coding = whole_reply(payload, headers.get(b"accept-encoding"))
+        # Connect's own negotiation: gzip or nothing, whatever REST offers.
+        payload, coding = whole_reply(payload, headers.get(b"accept-encoding"), GZIP_ONLY)
         extra += coding
         content_type = _UNARY_TYPES[codec.name]
         await http_io.send_whole(send, 200, content_type, payload, request_id, None, extra)

@@ -25,17 +25,20 @@ def derive(run: dict[str, Any], workers: int) -> None:
         "(c)/(c) floor": ("c_create", "c_floor"),
         "(a) rate limited / not": ("a_version_rate_limited", "a_version_unlimited"),
         "(h) gzipped / plain, req/s": ("h_list_gzip", "h_list"),
+        "(h) zstd / plain, req/s": ("h_list_zstd", "h_list"),
         "gRPC unary, one port / grpc.aio port": ("g_unary_one_port", "g_unary_grpc_aio"),
         "gRPC stream, one port / grpc.aio port": ("g_stream_one_port", "g_stream_grpc_aio"),
         "(a) REST, pyvoy / uvicorn": ("a_version_pyvoy", "a_version_uvicorn"),
         "(e) raw ASGI, pyvoy / uvicorn": ("e_raw_pyvoy", "e_raw_uvicorn"),
     }
     run["ratios"] = _ratios(run, ratios)
-    plain, gzipped = run.get("h_list", {}), run.get("h_list_gzip", {})
-    if plain.get("reply_bytes") and gzipped.get("reply_bytes"):
-        run["ratios"]["(h) bytes of a reply on the wire, gzipped / plain"] = (
-            gzipped["reply_bytes"] / plain["reply_bytes"]
-        )
+    plain = run.get("h_list", {})
+    for case, coded in (("h_list_gzip", "gzipped"), ("h_list_zstd", "zstd")):
+        compressed = run.get(case, {})
+        if plain.get("reply_bytes") and compressed.get("reply_bytes"):
+            run["ratios"][f"(h) bytes of a reply on the wire, {coded} / plain"] = (
+                compressed["reply_bytes"] / plain["reply_bytes"]
+            )
     run["ratios"] |= _ratios(run.get("proxy", {}), PROXY_RATIOS)
     run["targets"] = targets(run, workers)
 

@@ -84,14 +84,17 @@ class Bench:
         unusual = {} if connections == wrk.CONNECTIONS else {"connections": connections}
         return wrk.summary([measured]) | unusual
 
-    def compare(self, targets: dict[str, Target]) -> dict[str, dict[str, Any]]:
+    def compare(
+        self, targets: dict[str, Target], seconds: float | None = None
+    ) -> dict[str, dict[str, Any]]:
         """The rows of ``targets`` measured in turns, ``TURN_SECONDS`` each, until each has had
-        the run length: rows whose ratio is a target then share the machine's slow and quick
-        moments (on a shared machine its speed drifts by tens of percent within seconds). Each
-        row's numbers are those of all its slices together; each has a 1 s warm-up first."""
+        ``seconds`` (the run length by default): rows whose ratio is a target then share the
+        machine's slow and quick moments (on a shared machine its speed drifts by tens of
+        percent within seconds). Each row's numbers are those of all its slices together; each
+        has a 1 s warm-up first."""
         slices: dict[str, list[wrk.Slice]] = defaultdict(list)
         took: dict[str, float] = defaultdict(float)
-        turns = max(1, round(self.seconds / TURN_SECONDS))
+        turns = max(1, round((seconds or self.seconds) / TURN_SECONDS))
         for turn in range(1 + turns):  # the first turn is every row's warm-up
             for key, target in targets.items():
                 started = time.monotonic()

@@ -12,6 +12,7 @@ import json
 import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import zstandard
@@ -120,28 +121,35 @@ def test_zstd_is_sent_to_a_client_preferring_it(tmp_path) -> None:
     run(check())
 
 
+async def _first_event_decodes(
+    http: Any, accept_encoding: str, coding: str, decoder: Any, path: str, params: dict[str, str]
+) -> None:
+    """A stream asked for with ``accept_encoding`` comes in ``coding``, and what arrived of it
+    while it is still open decodes on its own (``decoder``) into a whole first event."""
+    headers = {"accept-encoding": accept_encoding, "accept": "text/event-stream"}
+    request = http.build_request("GET", path, headers=headers, params=params)
+    response = await http.send(request, stream=True)
+    try:
+        assert response.headers["content-encoding"] == coding
+        assert response.headers["vary"] == "accept-encoding"
+        text = ""
+        chunks = response.aiter_raw()
+        while "\n\n" not in text:
+            chunk = await asyncio.wait_for(anext(chunks), 10)
+            text += decoder.decompress(chunk).decode()
+        assert text.startswith((":", "retry:", "event:", "id:", "data:")), text
+    finally:
+        await response.aclose()
+
+
 def test_a_stream_comes_in_zstd_message_by_message(tmp_path) -> None:
     async def check() -> None:
         async with signed_in_client(tmp_path) as http:
-            headers = {"accept-encoding": "gzip, zstd", "accept": "text/event-stream"}
+            decoder = zstandard.ZstdDecompressor().decompressobj()
             params = {"filter.since_time": "1"}
-            request = http.build_request(
-                "GET", "/v1/runtime/events", headers=headers, params=params
+            await _first_event_decodes(
+                http, "gzip, zstd", "zstd", decoder, "/v1/runtime/events", params
             )
-            response = await http.send(request, stream=True)
-            try:
-                assert response.headers["content-encoding"] == "zstd"
-                assert response.headers["vary"] == "accept-encoding"
-                decoder = zstandard.ZstdDecompressor().decompressobj()
-                text = ""
-                chunks = response.aiter_raw()
-                # The stream stays open: what arrived so far must decode on its own.
-                while "\n\n" not in text:
-                    chunk = await asyncio.wait_for(anext(chunks), 10)
-                    text += decoder.decompress(chunk).decode()
-                assert text.startswith((":", "retry:", "event:", "id:", "data:")), text
-            finally:
-                await response.aclose()
 
     run(check())
 
@@ -150,23 +158,8 @@ def test_a_stream_is_gzipped_message_by_message(tmp_path) -> None:
     async def check() -> None:
         async with signed_in_client(tmp_path) as http:
             path = "/v1/runtime/events"
-            headers = {"accept-encoding": "gzip", "accept": "text/event-stream"}
             params = {"filter.since_time": "1"}
-            request = http.build_request("GET", path, headers=headers, params=params)
-            response = await http.send(request, stream=True)
-            try:
-                assert response.headers["content-encoding"] == "gzip"
-                assert response.headers["vary"] == "accept-encoding"
-                inflater = zlib.decompressobj(31)
-                text = ""
-                chunks = response.aiter_raw()
-                # The stream stays open: what arrived so far must decode on its own.
-                while "\n\n" not in text:
-                    chunk = await asyncio.wait_for(anext(chunks), 10)
-                    text += inflater.decompress(chunk).decode()
-                assert text.startswith((":", "retry:", "event:", "id:", "data:")), text
-            finally:
-                await response.aclose()
+            await _first_event_decodes(http, "gzip", "gzip", zlib.decompressobj(31), path, params)
             # Without gzip among the encodings the same stream comes as it was.
             plain = http.build_request(
                 "GET",

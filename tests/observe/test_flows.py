@@ -4,6 +4,7 @@ with messages sent, and a stream that fails midway counted by its code under HTT
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 from websockets.asyncio.client import connect
@@ -21,11 +22,16 @@ LIST = f"{SERVICE}.ListThings"
 CHAT = f"{SERVICE}.ChatThings"
 
 
-def test_rest_streams_and_websocket_chats_are_counted_with_their_messages() -> None:
+def _metered(servicer: object) -> Any:
+    """The shelf's gateway with metrics on and served at /metrics, no authentication."""
     options = GatewayOptions(
         authenticate=NO_AUTH, telemetry=Telemetry(metrics=True), metrics_endpoint=True
     )
-    app = create_app(shelf_registry(), {SERVICE: ShelfServicer()}, options)
+    return create_app(shelf_registry(), {SERVICE: servicer}, options)
+
+
+def test_rest_streams_and_websocket_chats_are_counted_with_their_messages() -> None:
+    app = _metered(ShelfServicer())
 
     async def check() -> tuple[str, str]:
         async with uvicorn_serving(app) as address, httpx.AsyncClient() as client:
@@ -65,10 +71,7 @@ def test_rest_streams_and_websocket_chats_are_counted_with_their_messages() -> N
 
 
 def test_a_304_is_counted_as_a_304() -> None:
-    options = GatewayOptions(
-        authenticate=NO_AUTH, telemetry=Telemetry(metrics=True), metrics_endpoint=True
-    )
-    app = create_app(shelf_registry(), {SERVICE: RevisionedShelf()}, options)
+    app = _metered(RevisionedShelf())
 
     async def check() -> tuple[str, str]:
         async with uvicorn_serving(app) as address, httpx.AsyncClient() as client:

@@ -15,6 +15,7 @@ import pytest
 
 from tests.harness import eventually, run
 from tests.proxy.processes import (
+    Process,
     descriptor_set,
     free_port,
     python_gen,
@@ -213,27 +214,8 @@ def test_auth_passthrough_forwards_the_callers_credentials(
 def test_tls_to_the_upstream_with_a_ca_file_and_a_client_certificate(
     tmp_path: Path, server: str
 ) -> None:
-    servers = Authority(tmp_path / "pki", "Upstream CA")
-    clients = Authority(tmp_path / "pki", "Proxy CA")
-    server_cert = servers.issue("echo", server=True)
-    client_cert = clients.issue("portico-proxy", server=False)
-    port = free_port()
-    tls = (str(server_cert.cert_path), str(server_cert.key_path), str(clients.issued.cert_path))
-    upstream = start_python_echo(python_gen(tmp_path), port, tls=tls)
-    proxy, base = start_proxy(
-        "--upstream",
-        f"127.0.0.1:{port}",
-        "--auth",
-        "none",
-        "--upstream-ca",
-        str(servers.issued.cert_path),
-        "--upstream-cert",
-        str(client_cert.cert_path),
-        "--upstream-key",
-        str(client_cert.key_path),
-        "--server",
-        server,
-    )
+    servers, port, upstream, flags = _tls_upstream(tmp_path, server)
+    proxy, base = start_proxy(*flags, "--upstream-ca", str(servers.issued.cert_path))
     try:
         assert run(status_of(base, "/v1/say/secure")) == 200
 
@@ -330,17 +312,8 @@ def test_several_workers_share_the_port_and_each_rereads_on_sighup(
 def test_an_upstream_certificate_the_ca_did_not_sign_is_refused(
     tmp_path: Path, server: str
 ) -> None:
-    servers = Authority(tmp_path / "pki", "Upstream CA")
+    _, _, upstream, flags = _tls_upstream(tmp_path, server)
     strangers = Authority(tmp_path / "pki", "Another CA")
-    clients = Authority(tmp_path / "pki", "Proxy CA")
-    server_cert = servers.issue("echo", server=True)
-    client_cert = clients.issue("portico-proxy", server=False)
-    port = free_port()
-    tls = (str(server_cert.cert_path), str(server_cert.key_path), str(clients.issued.cert_path))
-    upstream = start_python_echo(python_gen(tmp_path), port, tls=tls)
-    flags = ("--upstream", f"127.0.0.1:{port}", "--auth", "none", "--server", server)
-    flags += ("--upstream-cert", str(client_cert.cert_path))
-    flags += ("--upstream-key", str(client_cert.key_path))
     # The descriptors from a file: no call, reflection's included, may reach an upstream the CA
     # given does not vouch for.
     proxy, base = start_proxy(
@@ -352,6 +325,22 @@ def test_an_upstream_certificate_the_ca_did_not_sign_is_refused(
     finally:
         proxy.stop()
         upstream.stop()
+
+
+def _tls_upstream(tmp_path: Path, server: str) -> tuple[Authority, int, Process, tuple[str, ...]]:
+    """An echo upstream on TLS that wants a client certificate from the proxy's CA: the
+    upstream's CA, its port, the upstream, and the proxy's flags for it (no CA of its own yet)."""
+    servers = Authority(tmp_path / "pki", "Upstream CA")
+    clients = Authority(tmp_path / "pki", "Proxy CA")
+    server_cert = servers.issue("echo", server=True)
+    client_cert = clients.issue("portico-proxy", server=False)
+    port = free_port()
+    tls = (str(server_cert.cert_path), str(server_cert.key_path), str(clients.issued.cert_path))
+    upstream = start_python_echo(python_gen(tmp_path), port, tls=tls)
+    flags = ("--upstream", f"127.0.0.1:{port}", "--auth", "none", "--server", server)
+    flags += ("--upstream-cert", str(client_cert.cert_path))
+    flags += ("--upstream-key", str(client_cert.key_path))
+    return servers, port, upstream, flags
 
 
 def test_under_pyvoy_the_start_line_comes_once_the_port_takes_connections() -> None:

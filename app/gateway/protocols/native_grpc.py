@@ -213,37 +213,27 @@ class GrpcWire:
                 f"grpc-encoding {self.request_encoding!r} is not supported; use gzip or identity",
             )
         self.compress = self.request_encoding == "gzip"
-        self._fixed_headers = [_ACCEPT_ENCODING]
+        # The reply's own headers, whatever the call: as the flows pass them (text), and
+        # encoded once for the unary reply's start (see start_headers).
+        self._extra: tuple[tuple[str, str], ...] = (("grpc-accept-encoding", "gzip"),)
         if self.compress:
-            self._fixed_headers.append((b"grpc-encoding", b"gzip"))
+            self._extra += (("grpc-encoding", "gzip"),)
+        self._fixed_headers = [(key.encode(), value.encode()) for key, value in self._extra]
 
     def request_chunks(self, chunks: AsyncIterator[bytes | str]) -> AsyncIterator[bytes | str]:
         return chunks
 
     def headers(self, context: GatewayContext | None) -> tuple[tuple[str, str], ...]:
-        extra: tuple[tuple[str, str], ...] = (("grpc-accept-encoding", "gzip"),)
-        if self.compress:
-            extra += (("grpc-encoding", "gzip"),)
         if context is None or not context.initial_metadata:
-            return extra
-        return extra + metadata_headers(context.initial_metadata)
+            return self._extra
+        return self._extra + metadata_headers(context.initial_metadata)
 
     def start_headers(
         self, request_id: str, context: GatewayContext | None
     ) -> list[tuple[bytes, bytes]]:
         """The reply's headers, as :func:`http_io.start` gives them with :meth:`headers`, built
         in one step (every unary call's reply starts here)."""
-        headers = [
-            (b"content-type", self.content_type),
-            (b"x-request-id", request_id.encode("latin-1")),
-        ]
-        headers += self._fixed_headers
-        if context is not None and context.initial_metadata:
-            headers += [
-                (key.encode("latin-1"), value.encode("latin-1"))
-                for key, value in metadata_headers(context.initial_metadata)
-            ]
-        return headers
+        return _reply_head(self.content_type, request_id, self._fixed_headers, context)
 
     def message(self, payload: bytes) -> bytes:
         if self.compress and len(payload) >= COMPRESS_MIN_BYTES:
@@ -372,21 +362,29 @@ def trailers(
     return block
 
 
-async def send_status_only(
-    send: Send, error: GatewayError, request_id: str, context: GatewayContext | None
-) -> None:
-    """Trailers-Only: a call that ends before any message is one block of headers that carries
-    the status (and whatever metadata the servicer set)."""
-    headers = [
-        (b"content-type", CONTENT_TYPE),
-        (b"x-request-id", request_id.encode("latin-1")),
-        _ACCEPT_ENCODING,
-    ]
+def _reply_head(
+    content_type: bytes,
+    request_id: str,
+    fixed: list[tuple[bytes, bytes]],
+    context: GatewayContext | None,
+) -> list[tuple[bytes, bytes]]:
+    """A reply's first headers: its type, its request id, ``fixed`` and the servicer's metadata."""
+    headers = [(b"content-type", content_type), (b"x-request-id", request_id.encode("latin-1"))]
+    headers += fixed
     if context is not None and context.initial_metadata:
         headers += [
             (key.encode("latin-1"), value.encode("latin-1"))
             for key, value in metadata_headers(context.initial_metadata)
         ]
+    return headers
+
+
+async def send_status_only(
+    send: Send, error: GatewayError, request_id: str, context: GatewayContext | None
+) -> None:
+    """Trailers-Only: a call that ends before any message is one block of headers that carries
+    the status (and whatever metadata the servicer set)."""
+    headers = _reply_head(CONTENT_TYPE, request_id, [_ACCEPT_ENCODING], context)
     headers += trailers(error, context)
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": b""})

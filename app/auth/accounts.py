@@ -72,7 +72,9 @@ async def add_account(
 async def set_password(
     store: ObjectStore, hasher: PasswordHasher, username: str, password: str
 ) -> Account:
-    """Replace an account's password; its existing tokens stay valid until they expire."""
+    """Replace an account's password; the tokens issued before are refused from then on (within
+    a second in every running server, as a disabled account's: their password stamp is no longer
+    the account's)."""
     check_password(password)
     password_hash = await asyncio.to_thread(hasher.hash, password)
     account = await store.accounts.update(username, password_hash=password_hash)

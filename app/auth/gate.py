@@ -2,8 +2,9 @@
 
 Verified tokens are cached (bounded, until they expire), because verifying a JWT costs far more
 than the rest of a small call. A cached entry is trusted for ``recheck_seconds`` at most; then the
-revocation list and the account are read again, so a Logout or a disabled account takes effect
-at once in this process and within that time in every other replica.
+revocation list and the account are read again, so a Logout, a disabled account, a changed role
+or a changed password (the token's password stamp no longer the account's) takes effect at once
+in this process and within that time in every other replica.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ BAD_CREDENTIALS = "invalid username or password"
 class _Verified:
     caller: Caller
     checked_at: float
+    # What the token says of the password it was issued under (see _password_unchanged).
+    password_stamp: str
+    issued_at: int
 
 
 class Gate:
@@ -149,6 +153,9 @@ class Gate:
             account_id=str(account.id),
             username=account.username,
             role=account.role,
+            # The hash the password was checked against: if it changed meanwhile, this token
+            # is refused at its first check, as the tokens issued before the change are.
+            password_stamp=self.issuer.password_stamp(account.password_hash),
             developer=account.developer,
             operator=account.operator,
         )
@@ -193,15 +200,20 @@ class Gate:
         now = time.monotonic()
         cached = self._cache.get(token)
         if cached is not None and time.time() < cached.caller.expires_at:
-            caller = cached.caller
+            caller, stamp, issued_at = cached.caller, cached.password_stamp, cached.issued_at
         else:
             claims = self.issuer.verify(token)
             caller = Caller(
                 claims.subject, claims.name, claims.role, claims.token_id, claims.expires_at
             )
+            stamp, issued_at = claims.password_stamp, claims.issued_at
         account = await self._check_still_valid(caller)
+        if not self._password_unchanged(account, stamp, issued_at):
+            raise InvalidToken(
+                "token was issued before the account's password changed", "password_changed"
+            )
         caller = dataclasses.replace(caller, developer=account.developer, operator=account.operator)
-        self._cache[token] = _Verified(caller, now)
+        self._cache[token] = _Verified(caller, now, stamp, issued_at)
         self._cache.move_to_end(token)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
@@ -221,6 +233,16 @@ class Gate:
             # A changed role must not keep the powers of the old one.
             raise InvalidToken("token role is no longer the account's role", "role_changed")
         return account
+
+    def _password_unchanged(self, account: Account, stamp: str, issued_at: int) -> bool:
+        """Whether the account's password is the one a token was issued under: whoever held
+        an old password must not keep its sessions."""
+        if stamp:
+            return self.issuer.stamp_matches(stamp, account.password_hash)
+        # A token of an earlier version, which put no stamp in its tokens, is kept until it
+        # expires only while the account is as it was (any change since refuses it), so an
+        # upgrade signs nobody out.
+        return issued_at >= account.updated_at.timestamp()
 
     async def check(self, token: str) -> bool:
         """Whether ``token`` would be admitted now; never raises for a bad token."""

@@ -3,10 +3,16 @@
 Verification is strict on purpose: the algorithm is pinned (``alg: none`` and every other
 algorithm are refused), every registered claim Portico issues is required and checked, unknown
 ``crit`` headers and oversized tokens are refused before any cryptography runs.
+
+A token carries a stamp of the account's password (``pwd_stamp``: a keyed digest of its stored
+hash, which tells nothing of the password or the hash). The gate compares it with the account's
+current hash whenever it reads the account, so a password change refuses every token issued
+before it, in every process, as a disabled account's tokens are refused.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import os
@@ -29,12 +35,16 @@ MAX_TOKEN_BYTES = 4096
 LEEWAY_SECONDS = 30
 SECRET_FILE = "jwt-secret"
 _REQUIRED = ("exp", "iat", "nbf", "iss", "aud", "sub", "jti")
+# The password stamp's claim, and its length in bytes of digest (96 bits: no two hashes an
+# account will ever have share one).
+STAMP_CLAIM = "pwd_stamp"
+_STAMP_BYTES = 12
 
 
 class InvalidToken(Exception):
     """The token cannot be trusted; the message says why (safe to log, never the token), and
     ``reason`` is one word for it (a metric label: malformed, expired, invalid, revoked,
-    account, role_changed)."""
+    account, role_changed, password_changed)."""
 
     def __init__(self, message: str, reason: str = "malformed") -> None:
         super().__init__(message)
@@ -51,6 +61,8 @@ class Claims:
     token_id: str  # jti
     issued_at: int
     expires_at: int
+    # The stamp of the account's password when it was issued ("" in a token without one).
+    password_stamp: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,17 +86,30 @@ class TokenIssuer:
         digest = hmac.new(self.secret, b"portico signing secret", hashlib.sha256).digest()
         return int.from_bytes(digest[:8], "big") >> 1
 
+    def password_stamp(self, password_hash: str) -> str:
+        """The stamp a token of an account with ``password_hash`` carries: changes with every
+        password (a new salt each time), and needs this secret to compute."""
+        message = b"portico password stamp\0" + password_hash.encode()
+        digest = hmac.new(self.secret, message, hashlib.sha256).digest()[:_STAMP_BYTES]
+        return base64.urlsafe_b64encode(digest).decode()
+
+    def stamp_matches(self, stamp: str, password_hash: str) -> bool:
+        """Whether a token's ``stamp`` is that of the account's current ``password_hash``."""
+        return hmac.compare_digest(stamp, self.password_stamp(password_hash))
+
     def issue(
         self,
         *,
         account_id: str,
         username: str,
         role: str,
+        password_stamp: str,
         developer: str = "",
         operator: str = "",
         now: float | None = None,
     ) -> tuple[str, Claims]:
-        """A signed token for the account, and its claims.
+        """A signed token for the account, and its claims; ``password_stamp`` is
+        :meth:`password_stamp` of the account's password hash.
 
         ``developer``/``operator`` (the edge organisation a bound account acts for) are written
         into the token only so the dashboard can say so and shape its actions; nothing verifies
@@ -92,7 +117,13 @@ class TokenIssuer:
         """
         issued = int(time.time() if now is None else now)
         claims = Claims(
-            account_id, username, role, uuid.uuid4().hex, issued, issued + self.ttl_seconds
+            account_id,
+            username,
+            role,
+            uuid.uuid4().hex,
+            issued,
+            issued + self.ttl_seconds,
+            password_stamp,
         )
         payload = {
             "sub": claims.subject,
@@ -104,6 +135,7 @@ class TokenIssuer:
             "exp": claims.expires_at,
             "iss": ISSUER,
             "aud": AUDIENCE,
+            STAMP_CLAIM: claims.password_stamp,
         }
         payload.update({k: v for k, v in (("developer", developer), ("operator", operator)) if v})
         return jwt.encode(payload, self.secret, algorithm=ALGORITHM), claims
@@ -146,6 +178,7 @@ class TokenIssuer:
                 token_id=str(payload["jti"]),
                 issued_at=int(payload["iat"]),
                 expires_at=int(payload["exp"]),
+                password_stamp=str(payload.get(STAMP_CLAIM, "")),
             )
         except (TypeError, ValueError) as exc:
             raise InvalidToken("token claims have the wrong types") from exc

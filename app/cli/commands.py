@@ -120,7 +120,9 @@ def _parser() -> argparse.ArgumentParser:
             action, parents=[data_dir], help=text or "allow a disabled account again"
         ).add_argument("name")
     password = actions.add_parser(
-        "set-password", parents=[data_dir], help="replace an account's password"
+        "set-password",
+        parents=[data_dir],
+        help="replace an account's password and refuse the tokens issued before",
     )
     password.add_argument("name")
     password.add_argument("--password-stdin", action="store_true")

@@ -16,6 +16,7 @@ from app.calls import stream_position
 from app.gateway import http_io
 from app.gateway.codec import streaming
 from app.gateway.errors import GatewayError, method_not_allowed, not_found
+from app.gateway.http import decompression
 from app.gateway.http.stream_response import StreamResponse
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import MethodNotAllowed, NoRoute, RouteMatch
@@ -100,10 +101,14 @@ class RpcDispatcher:
             body = b""
             if match.plan.body:
                 http_io.check_content_type(call.headers, b"application/json")
+                coding = decompression.request_coding(call.headers)
                 options = self.stages.options
+                limit = options.max_body_bytes
                 body = await http_io.read_body(
-                    receive, call.headers, options.max_body_bytes, options.body_timeout_seconds
+                    receive, call.headers, limit, options.body_timeout_seconds
                 )
+                if coding is not None:
+                    body = decompression.decoded(coding, body, limit)
             request = self._request(match, scope, body)
             watch = self.stages.options.cancel_unary_on_disconnect
             reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
@@ -149,16 +154,21 @@ class RpcDispatcher:
                 http_io.check_content_type(
                     call.headers, b"application/x-ndjson", b"application/json"
                 )
-                messages = streaming.ndjson_messages(
-                    pump.payloads(), method.input_type, options.json, limit
-                )
+                coding = decompression.request_coding(call.headers)
+                chunks = pump.payloads()
+                if coding is not None:  # decoded as it comes: each line within the limit
+                    chunks = decompression.decoded_chunks(coding, chunks)
+                messages = streaming.ndjson_messages(chunks, method.input_type, options.json, limit)
                 context.read_from(messages)
                 request: Request = messages
             else:
                 if match.plan.body:
                     http_io.check_content_type(call.headers, b"application/json")
+                coding = decompression.request_coding(call.headers)
                 http_io.check_length(call.headers, limit)
                 body = await pump.read_body(limit, options.body_timeout_seconds)
+                if coding is not None:
+                    body = decompression.decoded(coding, body, limit)
                 request = self._request(match, scope, body)
             if not method.server_streaming:
                 reply = await self.stages.invoker.unary(call, request)

@@ -34,14 +34,12 @@ from app import __version__
 from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
 from app.server.serving import url_host
 from app.settings.config import Settings
+from app.settings.limits import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 
 log = logging.getLogger("portico")
 
 # The module a worker runs: its ``app`` and its ``websocket_app`` (see app/server/pyvoy_app.py).
 APP_MODULE = "app.server.pyvoy_app"
-# A request head (request line and headers) larger than this is refused with 431, as
-# uvicorn's parser refuses one past its own limit.
-MAX_REQUEST_HEADERS_KB = 64
 # Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one).
 MAX_CONCURRENT_STREAMS = 1024
 # How long the start-up line waits for Envoy's listener, and how often it looks.
@@ -143,8 +141,12 @@ def _limits(header_seconds: float) -> dict[str, Any]:
         # A connection with no request in progress, a partial head included (Envoy's HTTP/1.1
         # codec starts the request, and its head's timer, only once the head is whole), is
         # closed after the head's deadline: slow heads and idle keep-alive alike.
-        "max_request_headers_kb": MAX_REQUEST_HEADERS_KB,
-        "common_http_protocol_options": {"idle_timeout": f"{header_seconds}s"},
+        # A request head past the limits uvicorn's protocol counts too is refused with 431.
+        "max_request_headers_kb": MAX_REQUEST_HEAD_BYTES // 1024,
+        "common_http_protocol_options": {
+            "idle_timeout": f"{header_seconds}s",
+            "max_headers_count": MAX_REQUEST_HEADERS,
+        },
         # Streams live as long as their calls (heartbeats keep browsers' alive); Envoy's 5
         # minutes of silence would end a quiet gRPC watch.
         "stream_idle_timeout": "0s",

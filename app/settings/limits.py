@@ -20,6 +20,13 @@ from google.rpc import error_details_pb2, status_pb2
 # -- requests -----------------------------------------------------------------------------------
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+# A request's head: its target and header fields (names and values, trailers of a chunked body
+# included), and how many fields. Beyond either the answer is 431 and the connection closes, on
+# every server (uvicorn's protocol counts, Envoy's max_request_headers_kb and max_headers_count
+# are set from these). Browsers send under 2 KB in some 20 fields; a head of cookies and tokens
+# from a proxy chain seldom reaches 16 KB.
+MAX_REQUEST_HEAD_BYTES = 64 * 1024
+MAX_REQUEST_HEADERS = 100
 # Items (objects, arrays and the members and elements in them) of one JSON document: a request
 # body, an NDJSON line or a WebSocket frame. Counted on the raw bytes before parsing.
 MAX_JSON_ITEMS = 10_000

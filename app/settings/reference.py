@@ -82,8 +82,8 @@ MEANINGS: dict[str, str] = {
         "such numbers"
     ),
     "max_body_bytes": (
-        "larger request bodies, NDJSON request lines and WebSocket frames are refused with 413 "
-        "(`RESOURCE_EXHAUSTED`) (1 KiB to 1 GiB)"
+        "larger request bodies (as sent, and once decoded from gzip or zstd), NDJSON request "
+        "lines and WebSocket frames are refused with 413 (`RESOURCE_EXHAUSTED`) (1 KiB to 1 GiB)"
     ),
     "header_timeout_seconds": (
         "a request's headers must arrive within this (from the connection's opening, or from the "

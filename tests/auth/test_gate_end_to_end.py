@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 import time
 from collections.abc import Iterator
@@ -15,8 +16,11 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from jose import jwt
 
+from app.auth import accounts
 from app.auth.policy import Access, access
+from app.cli.commands import main as cli_main
 from app.gateway.registry import Method, Registry
+from tests.gateway.wire import frame, frames
 from tests.harness import ADMIN_PASSWORD, eventually, run, running
 
 REGISTRY = Registry.from_package("gen")
@@ -255,6 +259,121 @@ def test_a_disabled_account_loses_its_tokens(tmp_path):
                 "/v1/auth:login", json={"username": "carol", "password": "password1"}
             )
             assert reply.status_code == 401
+
+    run(scenario())
+
+
+LIST = "/cnct.kaas.api.Cluster/GetClusterList"
+
+
+async def _answers(server: Any, token: str) -> dict[str, object]:
+    """How each protocol answers a call with ``token``: REST, Connect and gRPC-Web by HTTP
+    status, native gRPC (the grpc.aio port) by code, and CheckToken."""
+    auth = dict(_bearer(token))
+    rest = await server.http.get("/api/v1/cluster/list", headers=auth)
+    connect = await server.http.post(
+        LIST, content=b"{}", headers={**auth, "content-type": "application/json"}
+    )
+    web = await server.http.post(
+        LIST, content=frame(b""), headers={**auth, "content-type": "application/grpc-web+proto"}
+    )
+    web_status = next(body for flags, body in frames(web.content) if flags & 0x80)
+    check = await server.http.post("/v1/auth:checkToken", json={"token": token})
+    return {
+        "rest": rest.status_code,
+        "connect": connect.status_code,
+        "grpc-web": web_status.split(b"\r\n", 1)[0],
+        "grpc": await grpc_call(server.channel, REGISTRY.method(LIST), token),
+        "checkToken": check.json()["success"],
+    }
+
+
+ADMITTED = {
+    "rest": 200,
+    "connect": 200,
+    "grpc-web": b"grpc-status: 0",
+    "grpc": grpc.StatusCode.OK,
+    "checkToken": True,
+}
+REFUSED = {
+    "rest": 401,
+    "connect": 401,
+    "grpc-web": b"grpc-status: 16",
+    "grpc": grpc.StatusCode.UNAUTHENTICATED,
+    "checkToken": False,
+}
+
+
+def test_a_password_change_refuses_the_accounts_earlier_tokens_on_every_protocol(
+    tmp_path, monkeypatch
+):
+    """``portico users set-password``, run beside the server as an operator runs it, refuses
+    every token the account had (as disabling it does), within the gate's recheck; a login
+    with the new password, and other accounts' tokens, go on."""
+    monkeypatch.setenv("PORTICO_PASSWORD_HASH_COST", "16")
+
+    def set_password(password: str) -> None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(password + "\n"))
+        cli = ["users", "--data-dir", str(tmp_path), "set-password", "carol", "--password-stdin"]
+        cli_main(cli)
+
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            old = await server.add_account("carol", "operator")
+            other_session = await server.login("carol", "password1")
+            admin = await server.login()
+            assert await _answers(server, old) == ADMITTED  # and cached by the gate now
+            await asyncio.to_thread(set_password, "new-password")
+            changed = time.monotonic()
+
+            async def refused() -> bool:
+                return await _answers(server, old) == REFUSED
+
+            await eventually(refused, 5, what="the old token refused on every protocol")
+            assert time.monotonic() - changed < 3  # the recheck's second, on a busy machine
+            assert await _answers(server, other_session) == REFUSED
+            reply = await server.http.post(
+                "/v1/auth:login", json={"username": "carol", "password": "password1"}
+            )
+            assert reply.status_code == 401
+            new = await server.login("carol", "new-password")
+            assert await _answers(server, new) == ADMITTED
+            assert await _answers(server, admin) == ADMITTED
+
+    run(scenario())
+
+
+def test_a_token_of_an_earlier_version_lasts_until_its_account_changes(tmp_path):
+    """Tokens issued before tokens carried a password stamp are kept through an upgrade while
+    their account is unchanged, and refused once its password changes."""
+
+    async def scenario() -> None:
+        async with running(tmp_path) as server:
+            await server.add_account("dora", "operator")
+            store, gate = server.portico.store, server.portico.gate
+            account = await store.accounts.get("dora")
+            issued = int(account.updated_at.timestamp()) + 1  # (iat has whole seconds)
+            claims = {
+                "sub": str(account.id),
+                "name": "dora",
+                "role": "operator",
+                "jti": "issued-by-an-earlier-version",
+                "iat": issued,
+                "nbf": issued - 1,
+                "exp": issued + 600,
+                "iss": "portico",
+                "aud": "portico",
+            }
+            legacy = jwt.encode(claims, gate.issuer.secret, algorithm="HS256")
+            assert await _answers(server, legacy) == ADMITTED
+
+            async def past_its_second() -> bool:
+                return time.time() >= issued + 0.01
+
+            await eventually(past_its_second, 3, what="the clock past the token's issue")
+            await accounts.set_password(store, gate.hasher, "dora", "new-password")
+            gate.recheck_seconds = 0  # as every replica does within a second
+            assert await _answers(server, legacy) == REFUSED
 
     run(scenario())
 

@@ -16,6 +16,7 @@ from app.settings.config import ConfigurationError
 
 SECRET = b"s" * 32
 ISSUER = TokenIssuer(SECRET, ttl_seconds=600)
+STAMP = ISSUER.password_stamp("scrypt$16$8$1$salt$hash")
 
 
 def _claims(**override):
@@ -40,7 +41,9 @@ def _b64(data: dict) -> str:
 
 
 def test_issued_token_round_trips_with_every_claim():
-    token, claims = ISSUER.issue(account_id="42", username="alice", role="viewer")
+    token, claims = ISSUER.issue(
+        account_id="42", username="alice", role="viewer", password_stamp=STAMP
+    )
     payload = jwt.get_unverified_claims(token)
     assert set(payload) >= {"sub", "name", "role", "iat", "nbf", "exp", "jti", "iss", "aud"}
     assert claims.expires_at - claims.issued_at == 600
@@ -50,16 +53,28 @@ def test_issued_token_round_trips_with_every_claim():
 
 
 def test_a_bound_account_s_token_names_its_organisation_for_the_dashboard():
-    bound, _ = ISSUER.issue(account_id="7", username="dana", role="operator", developer="acme")
+    bound, _ = ISSUER.issue(
+        account_id="7", username="dana", role="operator", password_stamp=STAMP, developer="acme"
+    )
     assert jwt.get_unverified_claims(bound)["developer"] == "acme"
-    free, _ = ISSUER.issue(account_id="8", username="erin", role="operator")
+    free, _ = ISSUER.issue(account_id="8", username="erin", role="operator", password_stamp=STAMP)
     assert not {"developer", "operator"} & set(jwt.get_unverified_claims(free))
 
 
 def test_each_token_has_its_own_id():
-    first, _ = ISSUER.issue(account_id="1", username="a", role="admin")
-    second, _ = ISSUER.issue(account_id="1", username="a", role="admin")
+    first, _ = ISSUER.issue(account_id="1", username="a", role="admin", password_stamp=STAMP)
+    second, _ = ISSUER.issue(account_id="1", username="a", role="admin", password_stamp=STAMP)
     assert ISSUER.verify(first).token_id != ISSUER.verify(second).token_id
+
+
+def test_a_token_carries_a_stamp_of_the_password_hash_keyed_by_the_secret():
+    token, _ = ISSUER.issue(account_id="42", username="alice", role="viewer", password_stamp=STAMP)
+    assert ISSUER.verify(token).password_stamp == STAMP
+    assert ISSUER.stamp_matches(STAMP, "scrypt$16$8$1$salt$hash")
+    # Another hash of the account (a new password, a new salt), or another server's secret,
+    # gives another stamp.
+    assert not ISSUER.stamp_matches(STAMP, "scrypt$16$8$1$salt2$hash2")
+    assert TokenIssuer(b"t" * 32).password_stamp("scrypt$16$8$1$salt$hash") != STAMP
 
 
 def test_short_secret_is_refused():

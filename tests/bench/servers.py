@@ -85,7 +85,12 @@ class Server:
         issuer = TokenIssuer(self.secret.encode())
         claims = issuer.verify(self.token)
         return [
-            issuer.issue(account_id=claims.subject, username=claims.name, role=claims.role)[0]
+            issuer.issue(
+                account_id=claims.subject,
+                username=claims.name,
+                role=claims.role,
+                password_stamp=claims.password_stamp,
+            )[0]
             for _ in range(count)
         ]
 

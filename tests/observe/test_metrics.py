@@ -340,6 +340,16 @@ def test_logins_and_refused_tokens_count_by_outcome_and_reason(tmp_path):
                 return reply.status_code == 401
 
             await eventually(disabled)
+            # A token issued before its account's password changed.
+            paula = {"authorization": f"Bearer {await server.add_account('paula', 'viewer')}"}
+            assert server.portico.gate is not None
+            await accounts.set_password(store, server.portico.gate.hasher, "paula", "new-pass")
+
+            async def password_changed() -> bool:
+                reply = await server.http.get("/api/v1/version", headers=paula)
+                return reply.status_code == 401
+
+            await eventually(password_changed)
             # A token whose signature is not ours.
             header, claims, _ = admin["authorization"].split(".")
             forged = {"authorization": f"{header}.{claims}.AAAA"}
@@ -350,8 +360,8 @@ def test_logins_and_refused_tokens_count_by_outcome_and_reason(tmp_path):
             return before, await scrape(server)
 
     before, after = run(scenario())
-    assert delta(before, after, "portico_logins_total", outcome="success") == 2
-    for reason in ("permission_denied", "account", "invalid", "revoked"):
+    assert delta(before, after, "portico_logins_total", outcome="success") == 3
+    for reason in ("permission_denied", "account", "invalid", "revoked", "password_changed"):
         assert delta(before, after, "portico_token_refusals_total", reason=reason) == 1, reason
 
 

@@ -13,6 +13,14 @@ response and cancels it at the next request) cost ~2 µs, more than the rest of 
 connection's own work on it. Bodies are bounded in the gateway
 (:func:`app.gateway.http_io.read_body`), where the call is known.
 
+A request head is bounded in size too, as Envoy bounds it under pyvoy, by the same numbers
+(``MAX_REQUEST_HEAD_BYTES`` and ``MAX_REQUEST_HEADERS`` of :mod:`app.settings.limits`):
+httptools (llhttp) has no limit of its own, and a megabyte header or ten thousand headers were
+read, kept in the scope and answered. The parser's callbacks count the target's and each
+field's bytes as they come (trailers of a chunked body add to the same count); a field still
+being read is counted in the reads that carry it, since httptools hands it over only whole.
+Past the limit the answer is ``431`` and the connection closes.
+
 Its writes go through :mod:`app.gateway.http.write_batches`: a loop turn's replies leave together.
 
 A call whose work goes on elsewhere (a proxy's upstream) learns that its client went away from
@@ -28,24 +36,42 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, cast
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.gateway.http.slow_reads import SweptDeadlines
 from app.gateway.http.write_batches import WriteBatches
+from app.settings.limits import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 
-_REFUSAL = b"request headers not received in time"
-_TIMED_OUT = (
-    b"HTTP/1.1 408 Request Timeout\r\n"
-    b"content-type: text/plain; charset=utf-8\r\n"
-    b"content-length: " + str(len(_REFUSAL)).encode() + b"\r\n"
-    b"connection: close\r\n\r\n" + _REFUSAL
+
+def _refusal(status: bytes, text: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 " + status + b"\r\n"
+        b"content-type: text/plain; charset=utf-8\r\n"
+        b"content-length: " + str(len(text)).encode() + b"\r\n"
+        b"connection: close\r\n\r\n" + text
+    )
+
+
+_TIMED_OUT = _refusal(b"408 Request Timeout", b"request headers not received in time")
+_TOO_LARGE = _refusal(
+    b"431 Request Header Fields Too Large",
+    b"request headers exceed %d bytes or %d fields" % (MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS),
 )
+# httptools hands a field over only once it is whole: a head still under way after a read is
+# refused once its later reads come to this much (twice the limit, so that the colons, spaces and
+# line ends of a head just under the limit never count against it).
+_HEAD_READS_LIMIT = 2 * MAX_REQUEST_HEAD_BYTES
 ON_DISCONNECT = "portico.on_disconnect"
+
+
+class _HeadTooLarge(Exception):
+    """Raised in a parser callback to stop parsing a head past its limit."""
 
 
 def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol, refusing request heads that take over ``seconds`` (checked
-    once a second), its writes batched per loop turn."""
+    once a second) or pass the head's limits, its writes batched per loop turn."""
     # One server's connections share one loop, and these with it (made at its first connection).
     batches: WriteBatches | None = None
     deadlines: SweptDeadlines[HeadDeadlineProtocol] | None = None
@@ -58,6 +84,12 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
                 deadlines = SweptDeadlines(self.loop, HeadDeadlineProtocol.deadline_passed)
             self._deadlines = deadlines
             self._idle = False  # between requests, kept alive: its deadline is keep-alive's
+            # The request head's bytes the limit still allows, and whether one is being read
+            # (from its first byte to its end) with what its later reads brought.
+            self._head_left = MAX_REQUEST_HEAD_BYTES
+            self._in_head = False
+            self._head_reads = 0
+            self._too_large = False
             self._lost = False
             self._on_lost: list[Callable[[], object]] = []
             # An ASGI extension is a dict of its own: this one holds the function. One per
@@ -69,8 +101,34 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
             super().connection_made(cast(asyncio.Transport, batches.wrap(transport)))
             deadlines.arm(self, seconds)
 
+        def data_received(self, data: bytes) -> None:
+            # uvicorn's, but for heads past their limit (and without its keep-alive timer,
+            # which this protocol never arms).
+            if self._in_head:  # a head begun in an earlier read: all of this one is head
+                self._head_reads += len(data)
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserError:
+                if self._too_large:
+                    self._refuse(_TOO_LARGE)
+                else:
+                    self.logger.warning("Invalid HTTP request received.")
+                    self.send_400_response("Invalid HTTP request received.")
+                return
+            except httptools.HttpParserUpgrade:
+                if self._should_upgrade():
+                    self.handle_websocket_upgrade()
+                else:
+                    self._unsupported_upgrade_warning()
+                return
+            if self._in_head and self._head_reads > _HEAD_READS_LIMIT:
+                self._refuse(_TOO_LARGE)
+
         def on_message_begin(self) -> None:
             super().on_message_begin()
+            self._head_left = MAX_REQUEST_HEAD_BYTES
+            self._in_head = True
+            self._head_reads = 0
             self.scope["extensions"] = self._extensions
             # A later request's head has its deadline from its first byte; the connection's
             # first request keeps the one armed when it opened.
@@ -78,7 +136,27 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
                 self._idle = False
                 self._deadlines.arm(self, seconds)
 
+        # uvicorn's two callbacks, counting what they are handed (trailers too).
+        def on_url(self, url: bytes) -> None:
+            self.url += url
+            self._head_left -= len(url)
+            if self._head_left < 0:
+                self._too_large = True
+                raise _HeadTooLarge
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._head_left -= len(name) + len(value)
+            headers = self.headers
+            if self._head_left < 0 or len(headers) >= MAX_REQUEST_HEADERS:
+                self._too_large = True
+                raise _HeadTooLarge
+            name = name.lower()
+            if name == b"expect" and value.lower() == b"100-continue":
+                self.expect_100_continue = True
+            headers.append((name, value))
+
         def on_headers_complete(self) -> None:
+            self._in_head = False
             self._deadlines.disarm(self)
             super().on_headers_complete()
 
@@ -118,10 +196,18 @@ def http_protocol(seconds: float) -> type[HttpToolsProtocol]:
         def deadline_passed(self) -> None:
             if self.transport.is_closing():
                 return
-            # A head too slow is answered when no response is under way; an idle connection
-            # is closed quietly, as uvicorn's keep-alive timer closed it.
-            if not self._idle and (self.cycle is None or self.cycle.response_complete):
-                self.transport.write(_TIMED_OUT)
+            # An idle connection is closed quietly, as uvicorn's keep-alive timer closed it.
+            if self._idle:
+                self.transport.close()
+            else:
+                self._refuse(_TIMED_OUT)
+
+        def _refuse(self, answer: bytes) -> None:
+            """Answer a head refused, when no response is under way, and close."""
+            self._in_head = False
+            self._deadlines.disarm(self)
+            if self.cycle is None or self.cycle.response_complete:
+                self.transport.write(answer)
             self.transport.close()
 
     return HeadDeadlineProtocol

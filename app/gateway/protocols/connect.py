@@ -26,11 +26,12 @@ from app.gateway.context import GatewayContext
 from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
 from app.gateway.http.compression import GZIP_ONLY, accepts_gzip, gzip_bytes, whole_reply
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
+from app.gateway.http.decompression import gunzip
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, grace_ended, new_call, unary_reply
 from app.gateway.protocols.enveloped import LastFrameWire, ProtocolFlow, serve_enveloped
-from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
+from app.gateway.protocols.envelopes import COMPRESSED, envelope
 from app.gateway.stages import Stages
 from app.observe.calls import Observation
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import zlib
 from collections.abc import AsyncIterator
 
 from app.gateway.errors import BadRequest, body_too_large
@@ -69,17 +68,3 @@ def _b64decode(text: bytes) -> bytes:
         )
     except binascii.Error as exc:
         raise BadRequest(f"the request body is not base64: {exc}") from exc
-
-
-def gunzip(data: bytes, limit: int) -> bytes:
-    """Inflate a gzip payload, refusing one that would grow past ``limit`` bytes."""
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(data, limit + 1)
-    except zlib.error as exc:
-        raise BadRequest(f"the gzip payload is corrupt: {exc}") from exc
-    if len(out) > limit:
-        raise body_too_large(limit)
-    if not inflater.eof:
-        raise BadRequest("the gzip payload is truncated")
-    return out

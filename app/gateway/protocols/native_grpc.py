@@ -27,11 +27,12 @@ from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.compression import gzip_bytes
+from app.gateway.http.decompression import gunzip
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, admit, grace_ended, unary_reply
 from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
-from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
+from app.gateway.protocols.envelopes import COMPRESSED, envelope
 from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation, Telemetry
 

@@ -97,6 +97,17 @@ class OwnPostgres:
         """``pg_ctl restart -m fast``: every connection ended, the server back in a second."""
         self._pg_ctl("restart", "-w", "-m", "fast", "-l", str(self.folder / "server.log"))
 
+    def start_again(self) -> None:
+        """Start it unless it runs (a test that stopped it leaves it running for the next)."""
+        status = subprocess.run(
+            [*self._as, str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "status"],
+            capture_output=True,
+            timeout=PG_CTL_TIMEOUT,
+            cwd=self.folder,
+        )
+        if status.returncode != 0:
+            self.start()
+
     def _pg_ctl(self, *args: str) -> None:
         self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), *args)
 

@@ -75,6 +75,7 @@ def test_every_call_rides_out_a_restart_and_a_stop_of_the_database(
         run(_everything_runs_again(server, token))
     finally:
         server.stop()
+        postgres.start_again()  # for the next test, if this one failed while it was stopped
     log = server.log()
     assert "Traceback" not in log, log
     assert "Internal Server Error" not in log, log

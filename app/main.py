@@ -40,6 +40,7 @@ from app.observe.metrics import (
 )
 from app.observe.repeats import Repeats
 from app.server.background import BackgroundWork
+from app.server.database_wait import open_store
 from app.server.idempotency import StoredIdempotency
 from app.server.jobs import (
     Job,
@@ -354,9 +355,7 @@ async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectSto
         ttl_seconds=settings.token_ttl_seconds,
     )
     with _database_refusal(settings):
-        store = await asyncio.to_thread(
-            ObjectStore.open, settings.effective_database_url, **store_options
-        )
+        store = await open_store(settings, **store_options)
     try:
         hasher = PasswordHasher(cost=settings.password_hash_cost)
         with _database_refusal(settings):

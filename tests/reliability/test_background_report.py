@@ -9,12 +9,18 @@ second per loop.
 from __future__ import annotations
 
 import asyncio
+import http.server
 import logging
+import os
 import re
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from app.gateway.routes import SERVER_PID_HEADER
 from app.server.background import BackgroundWork
 from app.server.jobs import supervised
 from app.store import Unavailable
@@ -88,3 +94,35 @@ def test_a_loop_the_store_fails_is_named_until_it_runs_again(
     said = [r for r in caplog.records if "keep_the_books" in r.getMessage()]
     assert failures == 5 and len(said) == 1, [r.getMessage() for r in said]
     assert said[0].exc_info is None
+
+
+def test_portico_ready_says_what_the_server_answered_when_it_never_got_ready() -> None:
+    """``portico ready`` timing out said "it answered 503 (starting)", whatever the server's
+    reason; it now quotes the answer (the store does not answer, say)."""
+    answer = b'{"status":"unavailable","store":"database unavailable; retry shortly"}'
+
+    class NotReady(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(503)
+            self.send_header(SERVER_PID_HEADER, str(os.getpid()))  # the server it waits for
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotReady)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ready = subprocess.run(
+            [sys.executable, "-m", "app", "ready", "--pid", str(os.getpid()), "--timeout", "1"],
+            env={**os.environ, "PORTICO_HTTP_PORT": str(server.server_address[1])},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert ready.returncode == 1
+    assert f"it answered 503 {answer.decode()} at http://127.0.0.1:" in ready.stderr, ready.stderr

@@ -30,7 +30,7 @@ from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Peer
 from app.gateway.registry import Method, Registry
-from app.gateway.routes import GatewayOptions, create_app
+from app.gateway.routes import GatewayOptions, Readiness, create_app
 from app.grpc_server.server import create_server, start, stop
 from app.grpc_server.standard import StandardServices
 from app.observe import local
@@ -38,6 +38,9 @@ from app.observe.calls import Telemetry, note_user
 from app.observe.metrics import (
     SWITCH,
 )
+from app.observe.repeats import Repeats
+from app.server.background import BackgroundWork
+from app.server.database_wait import open_store
 from app.server.idempotency import StoredIdempotency
 from app.server.jobs import (
     Job,
@@ -58,12 +61,14 @@ from app.services.kaas.service import ClusterService
 from app.services.koor.service import StatsService
 from app.services.kudo.system import scheduler_system
 from app.services.rkt.service import RuntimeService, global_flags
+from app.services.status import store_error_status
 from app.settings.config import ConfigurationError, Settings
 from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
-from app.store import AlreadyExists, ObjectStore, Unavailable, make_private_folder
+from app.store import AlreadyExists, ObjectStore, StoreError, Unavailable, make_private_folder
 
 log = logging.getLogger("portico")
+_not_ready = Repeats(log)
 
 BOOTSTRAP_ADMIN = "admin"
 
@@ -85,6 +90,8 @@ class Portico:
         self.shutting_down = False
         self.streams = OpenStreams(settings.stream_heartbeat_seconds)
         self._replica_work: list[asyncio.Task[None]] = []
+        # How every background loop is doing (``/readyz`` says which are not running).
+        self.background = BackgroundWork()
         self._grpc_drained: asyncio.Future[None] | None = None
         self.standard = StandardServices(service.full_name for service in self.registry.services)
 
@@ -112,14 +119,12 @@ class Portico:
         idempotency = self._idempotency(self.store)
         jobs.append(forget_expired_idempotency_keys(idempotency))
         self._background = asyncio.create_task(
-            run_while_leader(self.store, jobs, lambda: self.shutting_down)
+            run_while_leader(self.store, jobs, lambda: self.shutting_down, self.background)
         )
         telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
         if settings.metrics:
-            self._replica_work += [
-                asyncio.create_task(supervised(job))
-                for job in (sample_event_log(self.store), local.flush_every)
-            ]
+            for job in (sample_event_log(self.store), flush_metrics):
+                self._replica_work.append(self._on_every_replica(job))
         json_options = JsonOptions(
             proto_names=settings.json_names == "proto",
             ignore_unknown=settings.unknown_fields == "ignore",
@@ -143,7 +148,7 @@ class Portico:
             self.registry + standard.registry,
             {**servicers, **standard.servicers},
             options,
-            ready=self.store_reachable,
+            ready=self.readiness,
         )
         if settings.grpc_listener:
             await self._start_grpc(servicers, telemetry, idempotency)
@@ -169,6 +174,7 @@ class Portico:
                 telemetry=telemetry,
                 idempotency=idempotency,
                 standard=self.standard,
+                known_errors=store_errors,
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None
@@ -222,8 +228,13 @@ class Portico:
         edge = edge_system(store, settings)
         servicers.update(edge.servicers)
         jobs.extend(edge.jobs)
-        self._replica_work = [asyncio.create_task(supervised(job)) for job in edge.replica_jobs]
+        self._replica_work = [self._on_every_replica(job) for job in edge.replica_jobs]
         return servicers, jobs
+
+    def _on_every_replica(self, job: Job) -> asyncio.Task[None]:
+        """``job`` run (and reported) in this process whether or not it leads."""
+        state = self.background.add(job, on_leader=False)
+        return asyncio.create_task(supervised(job, state=state))
 
     def _idempotency(self, store: ObjectStore) -> StoredIdempotency:
         """The one keeper of idempotency keys both transports call."""
@@ -238,11 +249,20 @@ class Portico:
             crash_after_commit=crash_after,
         )
 
-    async def store_reachable(self) -> bool:
-        """Readiness: not shutting down, and the store answers a query."""
-        if self.store is None or self.shutting_down:
-            return False
-        return await store_answers(self.store)
+    async def readiness(self) -> Readiness:
+        """``/readyz``: ready unless shutting down or the store does not answer a query; the
+        background loops that should run here and do not are named (with ``?verbose``, how
+        every one is doing)."""
+        if self.shutting_down:
+            return Readiness(False, {"status": "shutting down"})
+        trouble = "not open" if self.store is None else await store_trouble(self.store)
+        body: dict[str, object] = (
+            {"status": "unavailable", "store": trouble} if trouble else {"status": "ready"}
+        )
+        not_running = self.background.not_running()
+        if not_running:
+            body["not_running"] = not_running
+        return Readiness(not trouble, body, {"background": self.background.report()})
 
     def _authenticate(
         self, method: Method, metadata: Iterable[tuple[str, str | bytes]], peer: Peer
@@ -291,6 +311,11 @@ class Portico:
             await self.store.close()
 
 
+async def flush_metrics() -> None:
+    """This process's numbers into the metrics every second (a background loop of its own)."""
+    await local.flush_every()
+
+
 def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOptions:
     """The HTTP side's policy as the settings say it, for ``serve`` and ``proxy`` alike; each
     adds what is its own (JSON options, streams, the authenticate hook, the document...)."""
@@ -308,8 +333,18 @@ def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOption
         else os.getpid(),
         client_certificate_header=settings.server == "pyvoy",
         grpc_client_certificate_required=bool(settings.tls_client_ca),
+        known_errors=store_errors,
         **server_specific,
     )
+
+
+def store_errors(exc: Exception, request_id: str) -> GatewayError | None:
+    """The status of a store error that reached a transport from a servicer or a hook (the
+    gate's checks, the rate limiter's buckets, idempotency records): a database outage is
+    UNAVAILABLE with its retry delay on every protocol, never INTERNAL."""
+    if isinstance(exc, StoreError):
+        return GatewayError.from_status(store_error_status(exc, request_id))
+    return None
 
 
 async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectStore, Gate]:
@@ -320,9 +355,7 @@ async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectSto
         ttl_seconds=settings.token_ttl_seconds,
     )
     with _database_refusal(settings):
-        store = await asyncio.to_thread(
-            ObjectStore.open, settings.effective_database_url, **store_options
-        )
+        store = await open_store(settings, **store_options)
     try:
         hasher = PasswordHasher(cost=settings.password_hash_cost)
         with _database_refusal(settings):
@@ -386,14 +419,18 @@ async def note_signing_secret(store: ObjectStore, issuer: TokenIssuer) -> None:
         )
 
 
-async def store_answers(store: ObjectStore) -> bool:
-    """Readiness of the store: it answers a query."""
+async def store_trouble(store: ObjectStore) -> str:
+    """Why the store does not answer a query ("" when it does). Its being unavailable is a line
+    in the log (one per interval: probes come every few seconds); anything else a traceback."""
     try:
         await store.current_revision()
-    except Exception:  # a probe: whatever the store raises means "not ready"
+    except StoreError as exc:
+        _not_ready.warning("store", "not ready: the store does not answer: %s", exc.message)
+        return exc.message
+    except Exception as exc:  # a probe: whatever the store raises means "not ready"
         log.warning("not ready: the store does not answer", exc_info=True)
-        return False
-    return True
+        return str(exc) or type(exc).__name__
+    return ""
 
 
 async def admit_caller(

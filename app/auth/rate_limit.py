@@ -38,9 +38,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.calls.shared_calls import SharedCalls
+from app.observe.repeats import Repeats
+from app.store import StoreError
 from app.store.rate_buckets import RateBuckets
 
 log = logging.getLogger("portico.auth")
+# While the database is away every share's renewal fails: a line per interval says so.
+_failed_renewals = Repeats(log)
 
 # A share is this long of the rate (at least one token, at most the burst)...
 SHARE_SECONDS = 0.1
@@ -195,6 +199,10 @@ class RateLimiter:
         """Take the next share ahead of need; a failure leaves it to the call that needs it."""
         try:
             await self._takes.run(key, functools.partial(self._refill, key, limit))
+        except StoreError as exc:
+            _failed_renewals.warning(
+                exc.message, "could not renew a rate limit share (%s); the next call will", exc
+            )
         except Exception:
             log.warning("could not renew a rate limit share; the next call will", exc_info=True)
 

@@ -56,7 +56,7 @@ def _ready(args: argparse.Namespace) -> None:
                 print(body)
                 return
         if time.monotonic() > deadline:
-            heard = "it answered 503 (starting)" if answered else "nothing answered"
+            heard = f"it answered {answered[0]} {answered[2]}" if answered else "nothing answered"
             raise SystemExit(
                 f"portico: the server {args.pid} was not ready in {args.timeout:g} s "
                 f"({heard} at {url}; is PORTICO_HTTP_PORT the one it serves on?)"
@@ -84,8 +84,12 @@ def _ask(url: str) -> tuple[int, str, str] | None:
     try:
         with urllib.request.urlopen(url, timeout=2, context=loopback_tls(url)) as reply:
             return reply.status, reply.headers.get(SERVER_PID_HEADER, ""), reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers.get(SERVER_PID_HEADER, ""), ""
+    except urllib.error.HTTPError as exc:  # 503: not ready, and the body says why
+        return (
+            exc.code,
+            exc.headers.get(SERVER_PID_HEADER, ""),
+            exc.read(4096).decode(errors="replace"),
+        )
     except OSError:
         return None
 

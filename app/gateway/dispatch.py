@@ -28,6 +28,7 @@ from app.gateway.invoker import (
     new_call,
     stream_ending,
     unary_reply,
+    unexpected_failure,
     until_deadline,
 )
 from app.gateway.stages import Stages
@@ -113,14 +114,16 @@ class RpcDispatcher:
             watch = self.stages.options.cancel_unary_on_disconnect
             reply = await unary_reply(self.stages.invoker, call, request, scope, watch)
         except GatewayError as exc:
-            await http_io.send_error(send, exc, call.request_id, self._proto_names, context)
-            return exc.code.name, exc.http_status
+            error = exc
         except asyncio.CancelledError as cancelled:
             error = grace_ended(self.stages.options.streams, context, cancelled)
-            await http_io.send_error(send, error, call.request_id, self._proto_names, context)
-            return error.code.name, error.http_status
-        payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
-        return await http_io.send_reply(send, call.headers, payload, call.request_id, context)
+        except Exception as exc:  # a hook's (the gate's, the idempotency keeper's)
+            error = unexpected_failure(call, exc, self.stages.options.known_errors)
+        else:
+            payload = self.stages.transcoder.reply_json(match.plan, reply) + NEWLINE
+            return await http_io.send_reply(send, call.headers, payload, call.request_id, context)
+        await http_io.send_error(send, error, call.request_id, self._proto_names, context)
+        return error.code.name, error.http_status
 
     def _request(self, match: RouteMatch, scope: Scope, body: bytes) -> Message:
         query = scope.get("query_string", b"")
@@ -191,7 +194,7 @@ class RpcDispatcher:
                         await response.not_modified(if_none_match)  # an unchanged empty list
             error = context.status_error()
         except (Exception, asyncio.CancelledError) as exc:
-            error = stream_ending(call, streams, exc)
+            error = stream_ending(call, options, exc)
         finally:
             context.finish()
             pump.stop()

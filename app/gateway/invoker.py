@@ -23,7 +23,7 @@ from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError, internal_error
 from app.gateway.http.connections import ON_DISCONNECT
 from app.gateway.open_streams import OpenStreams, shutting_down
-from app.gateway.options import Authenticate
+from app.gateway.options import Authenticate, GatewayOptions, KnownErrors, no_known_errors
 from app.gateway.registry import Method, Registry
 from app.observe.calls import Observation
 
@@ -95,9 +95,16 @@ class Invoker(Protocol):
 
 
 class ServicerInvoker:
-    """Runs the in-process grpc.aio servicers, as the gRPC server would."""
+    """Runs the in-process grpc.aio servicers, as the gRPC server would; what a servicer raises
+    is answered as ``known_errors`` says (INTERNAL when it does not know it)."""
 
-    def __init__(self, registry: Registry, servicers: Mapping[str, object]) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        servicers: Mapping[str, object],
+        known_errors: KnownErrors = no_known_errors,
+    ) -> None:
+        self._known_errors = known_errors
         # Bound servicer methods, looked up once; a missing servicer answers UNIMPLEMENTED.
         self._handlers: dict[str, Callable[..., Any] | None] = {
             m.grpc_path: getattr(servicers.get(m.service), m.name, None) for m in registry
@@ -120,9 +127,9 @@ class ServicerInvoker:
             if context.time_remaining() == 0:
                 context.cancel()
                 raise GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded") from exc
-            raise unexpected_failure(call, exc) from exc
+            raise unexpected_failure(call, exc, self._known_errors) from exc
         except Exception as exc:
-            raise unexpected_failure(call, exc) from exc
+            raise unexpected_failure(call, exc, self._known_errors) from exc
         finally:
             context.finish()
         error = context.status_error()
@@ -190,11 +197,14 @@ async def _watched_reply(
         forget()
 
 
-def unexpected_failure(call: Call, exc: Exception) -> GatewayError:
-    """What a call answers when it ends in an exception no flow expected."""
+def unexpected_failure(
+    call: Call, exc: Exception, known_errors: KnownErrors = no_known_errors
+) -> GatewayError:
+    """What a call answers when it ends in an exception no flow expected: the status it stands
+    for if ``known_errors`` knows it (the store's UNAVAILABLE), else INTERNAL, logged."""
     context = call.context
     # A status set before raising (as generated base servicers do) is what grpc reports too.
-    error = context.status_error()
+    error = context.status_error() or known_errors(exc, call.request_id)
     if error is not None:
         return error
     log.error(
@@ -219,19 +229,19 @@ def grace_ended(
     return shutting_down()
 
 
-def stream_failure(call: Call, streams: OpenStreams, exc: BaseException) -> GatewayError:
+def stream_failure(call: Call, options: GatewayOptions, exc: BaseException) -> GatewayError:
     """What a stream ends with when ``exc`` ended it: UNAVAILABLE if the shutdown did (whatever
     the servicer made of its cancellation), else the unexpected failure. A cancellation that is
     not the shutdown's (the client went away) is raised on."""
-    if streams.ended_by_shutdown():
+    if options.streams.ended_by_shutdown():
         call.context.cancel()
         return shutting_down()
     if not isinstance(exc, Exception):
         raise exc
-    return unexpected_failure(call, exc)
+    return unexpected_failure(call, exc, options.known_errors)
 
 
-def stream_ending(call: Call, streams: OpenStreams, exc: BaseException) -> GatewayError:
+def stream_ending(call: Call, options: GatewayOptions, exc: BaseException) -> GatewayError:
     """The status a streaming flow ends with when ``exc`` left its loop of replies: a refusal
     as it is, the call's deadline as DEADLINE_EXCEEDED, anything else as :func:`stream_failure`."""
     if isinstance(exc, GatewayError):
@@ -239,7 +249,7 @@ def stream_ending(call: Call, streams: OpenStreams, exc: BaseException) -> Gatew
     if isinstance(exc, TimeoutError):
         call.context.cancel()
         return GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
-    return stream_failure(call, streams, exc)
+    return stream_failure(call, options, exc)
 
 
 def until_deadline(context: GatewayContext) -> asyncio.Timeout:

@@ -12,6 +12,7 @@ from google.protobuf.message import Message
 from app.gateway.admission import refuse_every_call
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.context import Metadata
+from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams
 from app.gateway.registry import Method
 from app.observe.calls import Telemetry
@@ -24,6 +25,15 @@ Peer = Callable[[], str]
 # interceptor and the HTTP flows), so it is one gate; what it returns is the gate's business (it
 # hands the caller to servicers itself).
 Authenticate = Callable[[Method, Metadata, Peer], Awaitable[object]]
+# The status an exception from outside the gateway stands for (a servicer's or a hook's, given
+# the call's request id): the store's UNAVAILABLE with its retry delay, say. None: a bug, which
+# is logged and answered INTERNAL. Both transports ask it, so an error means one thing on each.
+KnownErrors = Callable[[Exception, str], GatewayError | None]
+
+
+def no_known_errors(exc: Exception, request_id: str) -> GatewayError | None:
+    """Every foreign exception is a bug (the default)."""
+    return None
 
 
 class Idempotency(Protocol):
@@ -60,6 +70,8 @@ class GatewayOptions:
     # Serve Prometheus metrics at /metrics; a non-empty token is then required as a bearer token.
     metrics_endpoint: bool = False
     metrics_token: str = ""
+    # What an exception raised by a servicer or a hook stands for (see KnownErrors).
+    known_errors: KnownErrors = no_known_errors
     # Runs calls that carry an idempotency key at most once (None: keys are not honoured).
     idempotency: Idempotency | None = None
     # A unary call whose client goes away is cancelled (REST and Connect): a task per call,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
@@ -60,6 +60,21 @@ EXPOSED_HEADERS = (
 
 
 @dataclass(frozen=True)
+class Readiness:
+    """What ``/readyz`` answers: whether to send this server calls (200, else 503), the body
+    saying so (its ``status``, and anything amiss a probe's reader should see), and what
+    ``/readyz?verbose`` adds to it."""
+
+    ready: bool
+    body: Mapping[str, object] = field(default_factory=lambda: {"status": "ready"})
+    details: Mapping[str, object] = field(default_factory=dict)
+
+
+# Asked at every /readyz.
+Ready = Callable[[], Awaitable[Readiness]]
+
+
+@dataclass(frozen=True)
 class PageTable:
     """The paths the gateway's pages answer: exact paths, and prefixes of mounted folders."""
 
@@ -93,18 +108,20 @@ def create_app(
     registry: Registry,
     servicers: Mapping[str, object],
     options: GatewayOptions | None = None,
-    ready: Callable[[], Awaitable[bool]] | None = None,
+    ready: Ready | None = None,
 ) -> ASGIApp:
     """The gateway: ``/healthz``, ``/readyz``, the OpenAPI pages, the dashboard, and every RPC
     binding, answered by the in-process ``servicers``."""
-    return gateway_app(registry, ServicerInvoker(registry, servicers), options, ready)
+    options = options or GatewayOptions()
+    invoker = ServicerInvoker(registry, servicers, options.known_errors)
+    return gateway_app(registry, invoker, options, ready)
 
 
 def gateway_app(
     registry: Registry,
     invoker: Invoker,
     options: GatewayOptions | None = None,
-    ready: Callable[[], Awaitable[bool]] | None = None,
+    ready: Ready | None = None,
 ) -> ASGIApp:
     """The gateway of :func:`create_app` over any :class:`Invoker` (a proxy's upstream, say)."""
     options = options or GatewayOptions()
@@ -126,7 +143,7 @@ def gateway_app(
 
 
 def _pages(
-    registry: Registry, options: GatewayOptions, ready: Callable[[], Awaitable[bool]] | None
+    registry: Registry, options: GatewayOptions, ready: Ready | None
 ) -> tuple[FastAPI, PageTable]:
     """The FastAPI app of the fixed pages, and the table of the paths it answers."""
     api = FastAPI(title="Portico", openapi_url=None, docs_url=None, redoc_url=None)
@@ -141,9 +158,11 @@ def _pages(
     served_by = {SERVER_PID_HEADER: str(options.server_pid)}
 
     async def readyz(request: Request) -> Response:
-        if ready is not None and not await ready():
-            return JSONResponse({"status": "starting"}, status_code=503, headers=served_by)
-        return JSONResponse({"status": "ready"}, headers=served_by)
+        answer = Readiness(True) if ready is None else await ready()
+        body = dict(answer.body)
+        if "verbose" in request.query_params:
+            body |= answer.details
+        return JSONResponse(body, status_code=200 if answer.ready else 503, headers=served_by)
 
     api.add_route("/healthz", healthz, methods=["GET", "HEAD"], include_in_schema=False)
     api.add_route("/readyz", readyz, methods=["GET", "HEAD"], include_in_schema=False)

@@ -28,7 +28,7 @@ from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError
 from app.gateway.idempotency import Idempotency, keyed
 from app.gateway.message_checks import request_violations
 from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
-from app.gateway.options import Authenticate
+from app.gateway.options import Authenticate, KnownErrors, no_known_errors
 from app.gateway.registry import Method, Registry
 from app.grpc_server.context import IdentifiedContext
 from app.grpc_server.idempotency import run_once
@@ -72,6 +72,7 @@ def create_server(
     telemetry: Telemetry | None = None,
     idempotency: Idempotency | None = None,
     standard: StandardServices | None = None,
+    known_errors: KnownErrors = no_known_errors,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port.
@@ -81,10 +82,15 @@ def create_server(
     ``strict`` refuses enum numbers an enum does not define (``PORTICO_UNKNOWN_FIELDS=reject``);
     streaming calls register in ``streams``, which ends them with UNAVAILABLE on shutdown;
     ``idempotency`` runs calls that carry an idempotency key at most once; ``standard`` are the
-    health and reflection services to serve (shared with the HTTP port's, where it serves them).
+    health and reflection services to serve (shared with the HTTP port's, where it serves them);
+    ``known_errors`` says what a servicer's or a hook's exception stands for, as on the HTTP side.
     """
     admission = _Admission(
-        authenticate, strict, OpenStreams() if streams is None else streams, idempotency
+        authenticate,
+        strict,
+        OpenStreams() if streams is None else streams,
+        idempotency,
+        known_errors,
     )
     server = grpc.aio.server(
         interceptors=tuple(interceptors), options=[("grpc.so_reuseport", int(shared_port))]
@@ -166,11 +172,13 @@ class _Admission:
         strict: bool,
         streams: OpenStreams,
         idempotency: Idempotency | None = None,
+        known_errors: KnownErrors = no_known_errors,
     ) -> None:
         self.authenticate = authenticate
         self.strict = strict
         self.streams = streams
         self.idempotency = idempotency
+        self.known_errors = known_errors
 
     async def __call__(self, method: Method, request: Any, context: IdentifiedContext) -> Any:
         """The request for the servicer; raises GatewayError to refuse the call."""
@@ -276,7 +284,7 @@ def _guard_unary(
                 await context.send_request_id()
                 return reply
         except Exception as exc:
-            await _fail(method, context, exc)
+            await _fail(method, context, exc, admit.known_errors)
 
     return guarded
 
@@ -315,7 +323,7 @@ def _guard_stream(
                         raise asyncio.CancelledError(SHUTTING_DOWN)
                 await context.send_request_id()
         except Exception as exc:
-            await _fail(method, context, exc)
+            await _fail(method, context, exc, admit.known_errors)
 
     return guarded
 
@@ -333,8 +341,11 @@ async def _open_stream(streams: OpenStreams, context: IdentifiedContext) -> Asyn
         streams.leave(stream)
 
 
-async def _fail(method: Method, context: IdentifiedContext, exc: Exception) -> None:
-    """Re-raise aborts; turn anything else into INTERNAL without leaking its text."""
+async def _fail(
+    method: Method, context: IdentifiedContext, exc: Exception, known_errors: KnownErrors
+) -> None:
+    """Re-raise aborts; answer a known exception with its status (the store's UNAVAILABLE), and
+    anything else with INTERNAL, without leaking its text."""
     if isinstance(exc, grpc.aio.AbortError):
         raise exc
     await context.send_request_id()
@@ -352,6 +363,9 @@ async def _fail(method: Method, context: IdentifiedContext, exc: Exception) -> N
     code = context.code()
     if code not in (None, grpc.StatusCode.OK):
         raise exc  # a status set before raising is what the client sees, as in grpc itself
+    known = known_errors(exc, context.request_id)
+    if known is not None:
+        await context.abort_with_status(rpc_status.to_status(known.status()))
     request_id = context.request_id
     log.error("unexpected error in %s (request id %s)", method.full_name, request_id, exc_info=exc)
     await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)

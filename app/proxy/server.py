@@ -32,9 +32,9 @@ from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.openapi.document import openapi_document
 from app.gateway.options import GatewayOptions, Peer
 from app.gateway.registry import Method, Registry
-from app.gateway.routes import gateway_app
+from app.gateway.routes import Readiness, gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
-from app.main import admit_caller, gateway_options, open_gate, store_answers
+from app.main import admit_caller, gateway_options, open_gate, store_errors, store_trouble
 from app.observe.calls import Telemetry
 from app.observe.metrics import SWITCH
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
@@ -242,7 +242,7 @@ class Proxy:
         invoker = self.upstream_invoker(remote, channels)
         if local is not None:
             by_service: dict[str, Invoker] = dict.fromkeys(channels, invoker)
-            by_service[AUTH_SERVICE] = ServicerInvoker(local, self._servicers)
+            by_service[AUTH_SERVICE] = ServicerInvoker(local, self._servicers, store_errors)
             invoker = ByService(by_service)
         # Off the loop: the document of a large API takes a while to build.
         descriptor_sets = b"".join(comments)
@@ -309,23 +309,25 @@ class Proxy:
             raise shutting_down()
         return await NO_AUTH(method, metadata, peer)
 
-    async def ready(self) -> bool:
-        """Readiness: not shutting down, the auth store answers, and every upstream has given
-        its descriptors and accepts a connection now."""
+    async def ready(self) -> Readiness:
+        """``/readyz``: ready unless shutting down, and only once the auth store answers and
+        every upstream has given its descriptors and accepts a connection now."""
         if self.shutting_down:
-            return False
-        if self.store is not None and not await store_answers(self.store):
-            return False
+            return Readiness(False, {"status": "shutting down"})
+        trouble = "" if self.store is None else await store_trouble(self.store)
+        if trouble:
+            return Readiness(False, {"status": "unavailable", "store": trouble})
         for upstream in self.upstreams:
+            waiting = {"status": "starting", "upstream": upstream.target}
             if upstream.descriptors is None:
-                return False
+                return Readiness(False, waiting)
             try:
                 async with asyncio.timeout(READY_TIMEOUT_SECONDS):
                     await upstream.channel.channel_ready()
             except TimeoutError:
                 log.warning("not ready: upstream %s does not answer", upstream.target)
-                return False
-        return True
+                return Readiness(False, waiting)
+        return Readiness(True)
 
     def begin_shutdown(self) -> None:
         self.shutting_down = True

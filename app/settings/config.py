@@ -89,6 +89,8 @@ class Settings:
     metrics_token: str = _rule("", token_or_empty)
     # Empty means SQLite in the data directory.
     database_url: str = _rule("", database_url)
+    # How long a start keeps trying a PostgreSQL that does not answer (0: tries once).
+    database_wait_seconds: float = _rule(30.0, between(0.0, 3600.0))
     # Group commit: at most this many write transactions share one commit (1: each commits
     # alone), and the first of a group waits at most this long for the others to join.
     group_commit_max_transactions: int = _rule(256, between(1, 10_000))

@@ -54,6 +54,11 @@ MEANINGS: dict[str, str] = {
     "database_url": (
         "`postgresql://user:pass@host/db` to share state between replicas, or `sqlite:///<file>`"
     ),
+    "database_wait_seconds": (
+        "how long a start keeps trying to reach a PostgreSQL that does not answer, saying so "
+        "every few seconds, before it stops with one line (0 to 3600; `0`: one try); a refusal "
+        "that waiting cannot mend (a wrong password, no such database) stops it at once"
+    ),
     "group_commit_max_transactions": (
         "at most this many write transactions share one database commit (1 to 10000; `1`: each "
         "commits alone); see [The write path](../concepts/write-path.md)"

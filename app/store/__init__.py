@@ -15,6 +15,7 @@ from app.store.errors import (
     SchemaTooNew,
     StoreError,
     Unavailable,
+    lasting_refusal,
 )
 from app.store.idempotency import StoredOutcome
 from app.store.leader import LeaderElection
@@ -46,6 +47,7 @@ __all__ = [
     "Unavailable",
     "Writer",
     "create_store_engine",
+    "lasting_refusal",
     "make_private_folder",
     "mark_background",
     "normalize_url",

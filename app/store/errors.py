@@ -94,6 +94,23 @@ class SchemaTooNew(StoreError):
     code = grpc.StatusCode.FAILED_PRECONDITION
 
 
+# What PostgreSQL says when it answers a connection and refuses it for a reason that waiting
+# for it will not mend (the driver gives such refusals no SQLSTATE to tell them by).
+_LASTING_REFUSALS = (
+    "password authentication failed",
+    "authentication failed",
+    "does not exist",  # the database or the role
+    "no pg_hba.conf entry",
+    "permission denied",
+)
+
+
+def lasting_refusal(error: StoreError) -> bool:
+    """Whether the database answered and refused for good (a wrong password, no such database
+    or role), not merely did not answer yet (down, starting, restarting, unreachable)."""
+    return any(phrase in error.detail for phrase in _LASTING_REFUSALS)
+
+
 def map_database_error(exc: BaseException) -> StoreError | None:
     """The store error a driver exception stands for, or None if it is a bug to surface as is.
 

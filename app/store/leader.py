@@ -56,6 +56,9 @@ class LeaderElection:
         self._deposed.set()
         # Tries that found another process leading: what "not elected" is observed by.
         self.attempts_lost = 0
+        # Why the last try could not ask the database ("" once it could): no process leads
+        # while the database is away, and /readyz says so.
+        self.trouble = ""
 
     @property
     def is_leader(self) -> bool:
@@ -90,8 +93,10 @@ class LeaderElection:
             if self._store.is_sqlite:
                 await self._campaign_by_file_lock()
             while True:
-                with contextlib.suppress(psycopg.Error, OSError, TimeoutError):
+                try:
                     await self._campaign()
+                except (psycopg.Error, OSError, TimeoutError) as exc:
+                    self.trouble = _first_line(exc)
                 self._set_leader(False)
                 await asyncio.sleep(self._retry_interval)
         finally:
@@ -139,9 +144,15 @@ class LeaderElection:
                     row = await cursor.fetchone()
                     self._set_leader(bool(row and row[0]))
                     self.attempts_lost += not self.is_leader
+                self.trouble = ""
                 await asyncio.sleep(self._retry_interval)
         finally:
             # Leadership ends before the lock is released, never after.
             self._set_leader(False)
             with contextlib.suppress(psycopg.Error, OSError):
                 await conn.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    said = str(exc).strip()
+    return said.splitlines()[0][:300] if said else type(exc).__name__

@@ -39,6 +39,7 @@ def _started_anyway(settings: object) -> None:
         ("PORTICO_JWT_SECRET", "short", "at least 32 bytes"),
         ("PORTICO_DEMO", "perhaps", "true or false"),
         ("PORTICO_RPC_PREFIX", "api/", "a path like /api"),
+        ("PORTICO_DATABASE_WAIT_SECONDS", "-1", "a number from 0 to 3600"),
     ],
 )
 def test_a_bad_setting_stops_serve_with_one_line(monkeypatch, variable, value, allowed):
@@ -111,12 +112,19 @@ def test_the_real_command_prints_one_line_and_fails(tmp_path):
 def test_a_database_that_cannot_be_reached_stops_serve_with_one_line(tmp_path):
     """A well-formed PostgreSQL URL where nothing answers: 157 lines of chained tracebacks
     ending in "database unavailable; retry shortly" before; now the setting, the URL without
-    its password, and what the driver said."""
+    its password, and what the driver said. (Told not to wait for it: how a start waits is
+    test_database_at_start.py's.)"""
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"postgresql://portico:secret-password@127.0.0.1:{port}/portico"
-    result = _refused_serve({"PORTICO_DATABASE_URL": url, "PORTICO_DATA_DIR": str(tmp_path)})
+    result = _refused_serve(
+        {
+            "PORTICO_DATABASE_URL": url,
+            "PORTICO_DATA_DIR": str(tmp_path),
+            "PORTICO_DATABASE_WAIT_SECONDS": "0",
+        }
+    )
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(

@@ -29,7 +29,7 @@ from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.decompression import gunzip
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import admit, grace_ended, new_call, unary_reply
+from app.gateway.invoker import admit, grace_ended, new_call, unary_reply, unexpected_failure
 from app.gateway.protocols.enveloped import LastFrameWire, ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope
 from app.gateway.stages import Stages
@@ -131,10 +131,12 @@ class ConnectFlow(ProtocolFlow):
         receive: Receive,
         send: Send,
     ) -> Ended:
-        context: GatewayContext | None = None
         try:
             call = new_call(plan.method, headers, request_id, scope, observation)
-            context = call.context
+        except GatewayError as exc:
+            return await _send_error(send, exc, request_id)
+        context = call.context
+        try:
             query = _query(scope) if scope["method"] == "GET" else None
             if query is not None:
                 _check_get(plan, query)
@@ -160,6 +162,9 @@ class ConnectFlow(ProtocolFlow):
             return await _send_error(send, exc, request_id, context)
         except asyncio.CancelledError as cancelled:
             error = grace_ended(self.stages.options.streams, context, cancelled)
+            return await _send_error(send, error, request_id, context)
+        except Exception as exc:  # a hook's (the gate's, the idempotency keeper's)
+            error = unexpected_failure(call, exc, self.stages.options.known_errors)
             return await _send_error(send, error, request_id, context)
         payload = codec.encode(plan, reply)
         extra = _reply_metadata(context)

@@ -173,7 +173,7 @@ async def _run(
                     await send({"type": "http.response.body", "body": body, "more_body": True})
             error = context.status_error()
     except (Exception, asyncio.CancelledError) as exc:
-        error = stream_ending(call, streams, exc)
+        error = stream_ending(call, stages.options, exc)
     finally:
         context.finish()
         pump.stop()

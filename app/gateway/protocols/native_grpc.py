@@ -30,7 +30,7 @@ from app.gateway.http.compression import gzip_bytes
 from app.gateway.http.decompression import gunzip
 from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, admit, grace_ended, unary_reply
+from app.gateway.invoker import Call, admit, grace_ended, unary_reply, unexpected_failure
 from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope
 from app.gateway.stages import Stages
@@ -101,12 +101,15 @@ class NativeGrpcFlow(ProtocolFlow):
         receive: Receive,
         send: Send,
     ) -> Ended:
-        context: GatewayContext | None = None
         options = self.stages.options
         try:
             wire = self._wire(headers)
             call = self._call(plan, headers, request_id, scope, observation)
-            context = call.context
+        except GatewayError as exc:
+            await send_status_only(send, exc, request_id, None)
+            return exc.code.name, 200
+        context = call.context
+        try:
             # Who is calling is settled first: an anonymous caller learns nothing from its input.
             await admit(call, options.authenticate)
             limit = options.max_body_bytes
@@ -122,6 +125,10 @@ class NativeGrpcFlow(ProtocolFlow):
             return exc.code.name, 200
         except asyncio.CancelledError as cancelled:
             error = grace_ended(options.streams, context, cancelled)
+            await send_status_only(send, error, request_id, context)
+            return error.code.name, 200
+        except Exception as exc:  # a hook's (the gate's, the idempotency keeper's)
+            error = unexpected_failure(call, exc, options.known_errors)
             await send_status_only(send, error, request_id, context)
             return error.code.name, 200
         await send(

@@ -19,7 +19,14 @@ from app.gateway.codec import streaming
 from app.gateway.codec.json_mapping import dump_json
 from app.gateway.errors import GatewayError
 from app.gateway.http_rules import BindingPlan
-from app.gateway.invoker import Call, admit, new_call, stream_ending, until_deadline
+from app.gateway.invoker import (
+    Call,
+    admit,
+    new_call,
+    stream_ending,
+    unexpected_failure,
+    until_deadline,
+)
 from app.gateway.stages import Stages
 
 WEBSOCKET_SUBPROTOCOL = "portico.json"
@@ -55,7 +62,12 @@ class WebSocketDispatcher:
         try:
             try:
                 call = new_call(plan.method, headers, request_id, scope, observation)
-                await admit(call, self.stages.options.authenticate)
+                try:
+                    await admit(call, self.stages.options.authenticate)
+                except GatewayError:
+                    raise
+                except Exception as exc:  # the gate's own failure (the store's UNAVAILABLE)
+                    raise unexpected_failure(call, exc, self.stages.options.known_errors) from exc
             except GatewayError as exc:
                 code = exc.code.name
                 await self._refuse(scope, send, exc, request_id)
@@ -104,7 +116,7 @@ class WebSocketDispatcher:
                     await send({"type": "websocket.send", "text": text})
             error = context.status_error()
         except (Exception, asyncio.CancelledError) as exc:
-            error = stream_ending(call, streams, exc)
+            error = stream_ending(call, self.stages.options, exc)
         finally:
             context.finish()
             pump.stop()

@@ -47,6 +47,8 @@ def main() -> None:
         server.send_signal(signal.SIGTERM)
         report["exit_code"] = server.wait(timeout=job["stop_seconds"])
         report["stop_seconds"] = time.monotonic() - stop_started
+    except Exception as exc:  # reported with the server's log, which says why
+        report["error"] = repr(exc)
     finally:
         if server.poll() is None:
             server.kill()
@@ -80,7 +82,7 @@ def probe(job: dict[str, Any]) -> dict[str, Any]:
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise SystemExit("the startup probe never passed")
+                raise TimeoutError(f"the startup probe never passed in {START_SECONDS} s")
             time.sleep(0.05)
         for kind in ("startup", "readiness", "liveness"):
             answers[kind] = http.get(base + job[kind]).status_code

@@ -95,6 +95,7 @@ def test_the_single_pod_serves_its_probes_on_a_read_only_root_and_stops_in_time(
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout.splitlines()[-1])
     log = report["log"]
+    assert "error" not in report, f"{report['error']}\n{log}"
     # Nothing outside the volumes could be written, and Portico did not need to.
     assert set(report["refused_writes"].values()) == {"Read-only file system"}, report
     assert "Read-only file system" not in log and "Traceback" not in log, log

@@ -128,6 +128,10 @@ def _parser() -> argparse.ArgumentParser:
     password.add_argument("--password-stdin", action="store_true")
     users.set_defaults(run=_users)
 
+    from app.cli.backup import add_backup_command
+
+    add_backup_command(commands, data_dir).set_defaults(run=_backup)
+
     from app.cli.node_agent import add_node_agent_command
 
     add_node_agent_command(commands)
@@ -263,6 +267,12 @@ def _serve(args: argparse.Namespace) -> None:
     from app.server.serving import serve
 
     serve(_settings(args))
+
+
+def _backup(args: argparse.Namespace) -> None:
+    from app.cli import backup
+
+    backup.run(_settings(args), args.file)
 
 
 def _read_password(args: argparse.Namespace) -> str:

@@ -49,4 +49,3 @@ def test_access_rules_may_name_only_served_methods(monkeypatch):
     monkeypatch.setattr(catalog, "ACCESS", misspelt)
     with pytest.raises(ValueError, match=r"edgeproto\.CloudletInfoApi\.InjectInfo"):
         catalog.policy(served)
-

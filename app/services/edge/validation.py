@@ -32,8 +32,6 @@ from gen.edgeproto import (
     operator_pb2,
 )
 
-_PORT_PROTOCOLS = ("tcp", "udp", "http")
-
 
 def name_problem(name: str) -> str | None:
     """Why ``name`` is not a valid object name (field_rules.EDGE_NAME), or None."""

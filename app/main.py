@@ -7,40 +7,31 @@ import asyncio
 import contextlib
 import difflib
 import logging
-import os
-import secrets
-from collections.abc import Awaitable, Iterable, Iterator
+from collections.abc import Awaitable, Iterable
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
 
 import grpc
-from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp
 
+from app import catalog
+from app.assembly.gate import admit_caller, open_gate
+from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
-from app.auth.passwords import PasswordHasher
-from app.auth.rate_limit import limiter_for
 from app.auth.service import AuthService
-from app.auth.tokens import TokenIssuer, load_secret
-from app.calls.refusals import Rejected
-from app.cli.codegen import DESCRIPTOR_SET, GEN, portico_openapi
 from app.gateway import done
 from app.gateway.codec.json_mapping import JsonOptions
-from app.gateway.errors import GatewayError
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Peer
 from app.gateway.registry import Method, Registry
-from app.gateway.routes import GatewayOptions, Readiness, create_app
+from app.gateway.routes import Readiness, create_app
 from app.grpc_server.server import create_server, start, stop
 from app.grpc_server.standard import StandardServices
 from app.observe import local
 from app.observe.calls import Telemetry, note_user
-from app.observe.metrics import (
-    SWITCH,
-)
-from app.observe.repeats import Repeats
+from app.observe.metrics import SWITCH
+from app.rules.field_checks import FieldChecks
 from app.server.background import BackgroundWork
-from app.server.database_wait import open_store
 from app.server.idempotency import StoredIdempotency
 from app.server.jobs import (
     Job,
@@ -54,23 +45,10 @@ from app.server.jobs import (
 from app.server.listeners import PortBusy
 from app.server.tls import check_tls_files, grpc_credentials
 from app.services.checked import checked_servicers
-from app.services.edge.system import edge_system
-from app.services.kaas.demo import demo_job
-from app.services.kaas.reconciler import ClusterReconciler
-from app.services.kaas.service import ClusterService
-from app.services.koor.service import StatsService
-from app.services.kudo.system import scheduler_system
-from app.services.rkt.service import RuntimeService, global_flags
-from app.services.status import store_error_status
 from app.settings.config import ConfigurationError, Settings
-from app.sim.clock import SimClock
-from app.sim.machines import FaultInjection, IpPool, SimulatedMachineProvider
-from app.store import AlreadyExists, ObjectStore, StoreError, Unavailable, make_private_folder
+from app.store import ObjectStore
 
 log = logging.getLogger("portico")
-_not_ready = Repeats(log)
-
-BOOTSTRAP_ADMIN = "admin"
 
 
 class Portico:
@@ -78,7 +56,7 @@ class Portico:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.registry = Registry.from_package("gen")
+        self.registry = catalog.registry()
         self.store: ObjectStore | None = None
         self.gate: Gate | None = None
         self.http_app: ASGIApp | None = None  # built by start()
@@ -108,8 +86,13 @@ class Portico:
         SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
         check_rate_limited_methods(settings, self.registry)
+        try:
+            policy = catalog.policy(self.registry)
+        except ValueError as exc:
+            raise ConfigurationError(f"the server's APIs do not match gen/: {exc}") from None
         self.store, self.gate = await open_gate(
             settings,
+            policy,
             compaction_age=timedelta(seconds=settings.event_retention_seconds),
             group_max_members=settings.group_commit_max_transactions,
             group_max_seconds=settings.group_commit_max_seconds,
@@ -135,12 +118,12 @@ class Portico:
             streams=self.streams,
             authenticate=self._authenticate,
             idempotency=idempotency,
-            openapi=portico_openapi(self.registry, json_options),
-            descriptor_sets=(GEN / DESCRIPTOR_SET).read_bytes(),
+            openapi=catalog.portico_openapi(self.registry, json_options),
+            descriptor_sets=Path(catalog.DESCRIPTOR_SET).read_bytes(),
             telemetry=telemetry,
         )
         # Both transports call the servicers behind the field rules' checks.
-        servicers = checked_servicers(servicers)
+        servicers = checked_servicers(servicers, FieldChecks(catalog.RULES))
         # gRPC's health and reflection: the HTTP port serves them too (native gRPC reaches them
         # there), from the same servicers, so both ports report one status.
         standard = self.standard
@@ -181,9 +164,9 @@ class Portico:
         await start(self.grpc_server)
 
     def _services(self, store: ObjectStore, gate: Gate) -> tuple[dict[str, object], list[Job]]:
-        """Every servicer by full service name, and the background jobs they need."""
+        """Every servicer by full service name, and the background jobs they need (this
+        replica's own are started here)."""
         settings = self.settings
-        servicers: dict[str, object] = {"services.auth.AuthService": AuthService(gate)}
         limiter = gate.limiter
         jobs: list[Job] = [
             purge_expired_revocations(
@@ -191,45 +174,16 @@ class Portico:
             ),
             compact_event_log(store),
         ]
-
-        # KaaS clusters and storage statistics on the simulated infrastructure.
-        clock = SimClock(settings.sim_step_seconds)
-        ips = IpPool(settings.machine_ip_pool)
-        machines = SimulatedMachineProvider(
-            ip_pool=ips, faults=FaultInjection(settings.sim_failure_ratio, settings.sim_seed)
-        )
-        stats = StatsService(store, clock, seed=settings.sim_seed)
-        servicers["cnct.kaas.api.Cluster"] = ClusterService(
-            store, machines, versions=settings.k8s_versions, machine_capacity=ips.capacity
-        )
-        servicers["stats.StatsService"] = stats
-        jobs.append(ClusterReconciler(store, machines, clock).run)
-        if settings.demo:
-            jobs.append(
-                demo_job(
-                    store, machines, clock, settings.k8s_versions, also=[stats.storage_cluster]
-                )
-            )
-
-        # The container scheduler with simulated nodes and runtime, and the runtime view of its
-        # instances.
-        scheduler = scheduler_system(store, settings)
-        servicers.update(scheduler.servicers)
-        servicers["v1alpha.PublicAPI"] = RuntimeService(
-            store,
-            global_flags(settings.tls),
-            settings.sim_step_seconds,
-            settings.image_retention_seconds,
-        )
-        jobs.extend(scheduler.jobs)
-
-        # The edge-cloud controller, its simulated cloudlet resource manager, and this replica's
-        # registration as a Controller (kept alive by every replica, not only the leader).
-        edge = edge_system(store, settings)
-        servicers.update(edge.servicers)
-        jobs.extend(edge.jobs)
-        self._replica_work = [self._on_every_replica(job) for job in edge.replica_jobs]
-        return servicers, jobs
+        servicers: list[object] = [AuthService(gate)]
+        for api in catalog.APIS:
+            system = api.build(store, settings)
+            servicers += system.servicers
+            jobs += system.jobs
+            self._replica_work += [self._on_every_replica(job) for job in system.replica_jobs]
+        try:
+            return self.registry.bind(servicers), jobs
+        except ValueError as exc:
+            raise ConfigurationError(f"the server's APIs do not match gen/: {exc}") from None
 
     def _on_every_replica(self, job: Job) -> asyncio.Task[None]:
         """``job`` run (and reported) in this process whether or not it leads."""
@@ -316,60 +270,6 @@ async def flush_metrics() -> None:
     await local.flush_every()
 
 
-def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOptions:
-    """The HTTP side's policy as the settings say it, for ``serve`` and ``proxy`` alike; each
-    adds what is its own (JSON options, streams, the authenticate hook, the document...)."""
-    return GatewayOptions(
-        max_body_bytes=settings.max_body_bytes,
-        body_timeout_seconds=settings.body_timeout_seconds,
-        cors_origins=settings.cors_origins,
-        rpc_prefix=settings.rpc_prefix,
-        # With a metrics port, /metrics is served there (app.server.serving) instead.
-        metrics_endpoint=settings.metrics and not settings.metrics_port,
-        metrics_token=settings.metrics_token,
-        # Workers (pyvoy's always) are children of the process the user started.
-        server_pid=os.getppid()
-        if settings.workers > 1 or settings.server == "pyvoy"
-        else os.getpid(),
-        client_certificate_header=settings.server == "pyvoy",
-        grpc_client_certificate_required=bool(settings.tls_client_ca),
-        known_errors=store_errors,
-        **server_specific,
-    )
-
-
-def store_errors(exc: Exception, request_id: str) -> GatewayError | None:
-    """The status of a store error that reached a transport from a servicer or a hook (the
-    gate's checks, the rate limiter's buckets, idempotency records): a database outage is
-    UNAVAILABLE with its retry delay on every protocol, never INTERNAL."""
-    if isinstance(exc, StoreError):
-        return GatewayError.from_status(store_error_status(exc, request_id))
-    return None
-
-
-async def open_gate(settings: Settings, **store_options: Any) -> tuple[ObjectStore, Gate]:
-    """The store with a first admin in it, and the gate over its accounts and tokens."""
-    make_private_folder(settings.data_dir)
-    issuer = TokenIssuer(
-        load_secret(settings.jwt_secret, settings.data_dir),
-        ttl_seconds=settings.token_ttl_seconds,
-    )
-    with _database_refusal(settings):
-        store = await open_store(settings, **store_options)
-    try:
-        hasher = PasswordHasher(cost=settings.password_hash_cost)
-        with _database_refusal(settings):
-            await bootstrap_admin(store, hasher, settings.admin_password)
-            await note_signing_secret(store, issuer)
-    except BaseException:
-        await store.close()
-        raise
-    limiter = limiter_for(store.rate_buckets, *settings.rate_limits())
-    return store, Gate(
-        store, issuer, hasher, trusted_proxies=settings.trusted_proxies, limiter=limiter
-    )
-
-
 def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:
     """Each method of ``PORTICO_RATE_LIMIT_METHODS`` is one this server serves: a misspelt one
     would otherwise leave the method it meant unlimited without a word."""
@@ -382,96 +282,3 @@ def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:
                 f"PORTICO_RATE_LIMIT_METHODS: {name.rpartition('.')[0]}/"
                 f"{name.rpartition('.')[2]} is not a served method{hint}"
             )
-
-
-@contextlib.contextmanager
-def _database_refusal(settings: Settings) -> Iterator[None]:
-    """A database that cannot be used at start (not running, a wrong password or name, a
-    folder it cannot write) stops the start with one line naming the setting and what the
-    driver said, not a chain of tracebacks ending in "retry shortly"."""
-    try:
-        yield
-    except Unavailable as exc:
-        variable = "PORTICO_DATABASE_URL" if settings.database_url else "PORTICO_DATA_DIR"
-        url = make_url(settings.effective_database_url).render_as_string(hide_password=True)
-        said = (exc.detail or str(exc)).strip().splitlines()[0][:300]
-        raise ConfigurationError(f"{variable}: cannot use the database {url}: {said}") from exc
-
-
-# The store's note of the secret the last process started on it signs tokens with.
-SIGNING_SECRET = "signing_secret_fingerprint"
-
-
-async def note_signing_secret(store: ObjectStore, issuer: TokenIssuer) -> None:
-    """Say at start when the process started on this store before signed with another secret:
-    replicas on one PostgreSQL refuse each other's tokens unless they share PORTICO_JWT_SECRET
-    (one without it generates its own, in its own data folder), and nothing else tells."""
-    mine = issuer.fingerprint()
-    async with store.transaction() as tx:
-        known = await tx.counter(SIGNING_SECRET)
-        if known != mine:
-            await tx.set_counter(SIGNING_SECRET, mine)
-    if known is not None and known != mine:
-        log.warning(
-            "PORTICO_JWT_SECRET differs from the secret of the last server started on this "
-            "database: tokens one issues are refused by the other. Give every replica the "
-            "same PORTICO_JWT_SECRET (after changing it on purpose, restart every one)"
-        )
-
-
-async def store_trouble(store: ObjectStore) -> str:
-    """Why the store does not answer a query ("" when it does). Its being unavailable is a line
-    in the log (one per interval: probes come every few seconds); anything else a traceback."""
-    try:
-        await store.current_revision()
-    except StoreError as exc:
-        _not_ready.warning("store", "not ready: the store does not answer: %s", exc.message)
-        return exc.message
-    except Exception as exc:  # a probe: whatever the store raises means "not ready"
-        log.warning("not ready: the store does not answer", exc_info=True)
-        return str(exc) or type(exc).__name__
-    return ""
-
-
-async def admit_caller(
-    gate: Gate, method: Method, metadata: Iterable[tuple[str, str | bytes]], peer: Peer
-) -> object:
-    """The gate's verdict on a call, a refusal raised as the transports render it (with its
-    details: a rate limit's RetryInfo is HTTP's Retry-After)."""
-    try:
-        caller = await gate.admit(method.full_name, metadata, peer)
-    except Rejected as rejected:
-        headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
-        details = rejected.status_proto().details
-        raise GatewayError(rejected.code, rejected.message, details, headers=headers) from None
-    if caller is not None:
-        note_user(caller.username)
-    return caller
-
-
-async def bootstrap_admin(store: ObjectStore, hasher: PasswordHasher, password: str) -> None:
-    """On first start (no accounts at all), create ``admin``; never with a built-in password."""
-    if await store.accounts.list():
-        if password:
-            # Said at every start: an operator who set it expects it to work, and it does not.
-            log.warning(
-                "PORTICO_ADMIN_PASSWORD is ignored: accounts exist already (it only sets the "
-                "first admin's password); change a password with "
-                "`portico users set-password %s`",
-                BOOTSTRAP_ADMIN,
-            )
-        return
-    generated = not password
-    password = password or secrets.token_urlsafe(18)
-    password_hash = await asyncio.to_thread(hasher.hash, password)
-    try:
-        await store.accounts.create(BOOTSTRAP_ADMIN, password_hash, "admin")
-    except AlreadyExists:  # another worker of this server got there first
-        return
-    if generated:
-        # Printed once, to the console only: it is never stored or logged anywhere else.
-        print(
-            f"\nCreated account {BOOTSTRAP_ADMIN!r} with password {password}\n"
-            "Keep it now: it will not be shown again.\n",
-            flush=True,
-        )

@@ -1,4 +1,5 @@
-"""Import rules of DESIGN.md "Layout", checked by import-linter (contracts in pyproject.toml)."""
+"""The rooms and doors of docs/concepts/architecture.md, checked by import-linter (contracts in
+pyproject.toml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""app.rules.field_rules: one table the servicers enforce and the OpenAPI document publishes."""
+"""The field rules: each API's book, combined, the servicers enforce and the OpenAPI document
+publishes."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ from pathlib import Path
 import grpc
 import pytest
 
-from app.cli.codegen import portico_openapi
-from app.rules import field_rules
-from app.rules.field_checks import violations
-from app.rules.field_rules import FIELD_RULES, Rule
+from app import catalog
+from app.catalog import portico_openapi
+from app.rules.field_checks import FieldChecks
+from app.rules.field_rule import Rule
+from app.rules.rule_book import RuleBook
 from gen.cnct.kaas.api import api_pb2 as kaas
 from gen.edgeproto import operator_pb2
 from gen.scheduler import scheduler_pb2
 from tests.harness import run, running
 
 NAME = "cnct.kaas.api.GetClusterMsg.name"
+FIELD_RULES = catalog.RULES.fields
+violations = FieldChecks(catalog.RULES).violations
 
 
 def _query_schema(document: dict, path: str, name: str) -> dict:
@@ -27,10 +31,11 @@ def _query_schema(document: dict, path: str, name: str) -> dict:
 
 
 def test_a_changed_rule_changes_the_document_and_the_server_alike(tmp_path: Path, monkeypatch):
-    """Both read the table: a rule changed there changes the schema and the refusal."""
+    """Both read the book: a rule changed there changes the schema and the refusal."""
     before = _query_schema(portico_openapi(), "/api/v1/cluster", "name")
     assert before["maxLength"] == 63
-    monkeypatch.setitem(FIELD_RULES, NAME, dataclasses.replace(FIELD_RULES[NAME], max_length=5))
+    changed = {**FIELD_RULES, NAME: dataclasses.replace(FIELD_RULES[NAME], max_length=5)}
+    monkeypatch.setattr(catalog, "RULES", RuleBook(changed, catalog.RULES.calls))
     after = _query_schema(portico_openapi(), "/api/v1/cluster", "name")
     assert after["maxLength"] == 5
 
@@ -126,7 +131,7 @@ def test_every_rule_names_a_field_that_exists_and_every_pattern_compiles():
         assert field in pool.FindMessageTypeByName(message).fields_by_name, name
         if rule.pattern is not None:
             re.compile(rule.pattern)
-    for method, rules in field_rules.CALL_RULES.items():
+    for method, rules in catalog.RULES.calls.items():
         for path in rules:
             desc = pool.FindMethodByName(method).input_type
             for part in path.split("."):

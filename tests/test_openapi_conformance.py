@@ -13,7 +13,7 @@ why no JSON Schema can say it: a schema-valid request refused for a rule in :dat
 Kubernetes version the server is set to offer, ...), the refusal naming that field or an
 element of it (a list's rule, such as no two ports with one source, is refused at the element),
 or in :data:`PRECONDITIONS` (an If-Match that is not the object's current ETag). Those rules are
-the ones with a ``note`` in app.rules.field_rules, which the document gives as the field's
+the ones with a ``note`` in the rule book, which the document gives as the field's
 description; a test keeps the two lists the same. Every other rule is in the schema.
 
 Hypothesis runs derandomized (a fixed seed per test) with a small bound per operation, so the
@@ -43,12 +43,11 @@ from schemathesis import GenerationMode
 from schemathesis.core.failures import FailureGroup
 from schemathesis.python import asgi
 
-from app.cli.codegen import portico_openapi
+from app.catalog import RULES, portico_openapi
 from app.gateway.codec import streaming
 from app.gateway.openapi.document import NDJSON, SSE
 from app.gateway.registry import Registry
 from app.main import Portico
-from app.rules import field_rules
 from app.settings import limits
 from tests.harness import ADMIN_PASSWORD, run, running, settings_for
 from tests.serve_process import TEST_ENV, serve_process
@@ -82,7 +81,7 @@ UNSAYABLE: dict[str, str] = {
     "services.auth.LoginRequest.password": "6-70 bytes as UTF-8 (bcrypt reads bytes): JSON "
     "Schema counts characters",
 }
-# The same for one RPC's own rules (app.rules.field_rules.CALL_RULES), by RPC and field path.
+# The same for one RPC's own rules (the rule book's ``calls``), by RPC and field path.
 UNSAYABLE_CALLS: dict[tuple[str, str], str] = {
     ("edgeproto.NotifyApi.StreamNotice", "action"): "the first notice of a stream is VERSION: "
     "the schema describes one line of a stream, not their order",
@@ -315,10 +314,10 @@ def _report(found: dict[str, list[str]]) -> str:
 def test_what_no_schema_can_say_is_named_here_and_noted_in_the_document() -> None:
     """The allowances above are exactly the rules with a ``note`` (the field's description in
     the document), each with a reason."""
-    noted = {name for name, rule in field_rules.FIELD_RULES.items() if rule.note}
+    noted = {name for name, rule in RULES.fields.items() if rule.note}
     noted_calls = {
         (method, path)
-        for method, rules in field_rules.CALL_RULES.items()
+        for method, rules in RULES.calls.items()
         for path, rule in rules.items()
         if rule.note
     }

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
-from app import __version__
+from app import __version__, catalog
 from app.cli import codegen
 from app.cli.commands import main as portico
 from app.gateway.admission import NO_AUTH
@@ -36,7 +36,7 @@ def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]
 
 
 def test_openapi_yaml_is_in_sync_with_the_descriptors():
-    fresh = codegen.openapi_yaml(codegen.portico_openapi())
+    fresh = codegen.openapi_yaml(catalog.portico_openapi())
     assert codegen.OPENAPI.read_text() == fresh, "openapi.yaml is stale; run `portico gen`"
 
 
@@ -110,7 +110,7 @@ def test_the_served_document_is_the_committed_one(committed):
     app = create_app(
         registry,
         {},
-        GatewayOptions(openapi=codegen.portico_openapi(registry), authenticate=NO_AUTH),
+        GatewayOptions(openapi=catalog.portico_openapi(registry), authenticate=NO_AUTH),
     )
 
     async def get() -> httpx.Response:

@@ -17,7 +17,7 @@ import gen
 from app.gateway.registry import Registry
 from tests.seed_docs import SeedDoc, parse_seed, seed_paths
 
-# Package of the one seed document that names none (SPEC.md: "The package is `scheduler`").
+# Package of the one seed document that names none: the original system's (tests/data/original).
 UNNAMED_PACKAGE = "scheduler"
 
 _SCALAR = {

@@ -14,8 +14,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from app.cli.codegen import portico_openapi
-from app.rules.field_rules import FIELD_RULES
+from app.catalog import RULES, portico_openapi
 from tests.harness import run, running
 
 
@@ -162,6 +161,6 @@ def test_an_update_names_fields_the_document_lists_and_a_request_may_be_null(
 def test_a_final_newline_is_refused_as_the_document_refuses_it():
     """JSON Schema's `$` is the end of the text; Python's also matches before a final newline,
     which let a name such as "web\\n" through the server while the document refused it."""
-    rule = FIELD_RULES["cnct.kaas.api.GetClusterMsg.name"]
+    rule = RULES.fields["cnct.kaas.api.GetClusterMsg.name"]
     assert rule.problem("web") is None
     assert rule.problem("web\n") is not None

@@ -6,7 +6,7 @@ import asyncio
 
 from app.auth.gate import USERNAME, audit
 from app.auth.passwords import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES, PasswordHasher
-from app.auth.policy import Role
+from app.calls.callers import Role
 from app.store import Account, ObjectStore
 
 MAX_ORGANISATION = 63

@@ -23,9 +23,10 @@ from datetime import UTC, datetime
 import grpc
 from prometheus_client import Counter
 
-from app.auth import policy
+from app.auth import field_rules
 from app.auth.client_address import client_address, throttle_address, trusted_networks
 from app.auth.passwords import PasswordHasher
+from app.auth.policy import Access, Policy, split
 from app.auth.rate_limit import RateLimited, RateLimiter
 from app.auth.throttle import LoginThrottle, Throttled
 from app.auth.tokens import Claims, InvalidToken, TokenIssuer
@@ -33,7 +34,6 @@ from app.calls.callers import Caller, current_caller
 from app.calls.refusals import Rejected, Violations
 from app.calls.shared_calls import SharedCalls
 from app.observe.metrics import LOCKOUTS, LOGINS, RATE_LIMITED, SWITCH, TOKEN_REFUSALS
-from app.rules import field_rules
 from app.store import Account, ObjectStore
 
 # Logins, failed logins, lockouts and account changes: one line each, for the operator.
@@ -69,8 +69,11 @@ class Gate:
         cache_size: int = 10_000,
         recheck_seconds: float = 1.0,
         limiter: RateLimiter | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.store = store
+        # Who may call what: the APIs' own rules (without any, the name rule alone).
+        self.policy = policy or Policy()
         # Per-caller rate limits (None: none): every admitted call takes a token.
         self.limiter = limiter
         self.issuer = issuer
@@ -260,7 +263,7 @@ class Gate:
         when only :meth:`admit` can tell; most calls are decided here, without its coroutine."""
         token = bearer_token(metadata)
         caller = self._recently_verified(token) if token else None
-        if caller is None or not policy.allows(caller.role, full_method):
+        if caller is None or not self.policy.allows(caller.role, full_method):
             return None
         limiter = self.limiter
         if limiter is not None and not limiter.take_here(full_method, ACCOUNT + caller.account_id):
@@ -277,9 +280,9 @@ class Gate:
         """Authenticate and authorize one call, and take a token from its caller's rate limit
         (``peer`` names the connection's peer, for anonymous callers); sets
         :data:`current_caller` for the servicer."""
-        access = policy.access(full_method)
+        access = self.policy.access(full_method)
         token = bearer_token(metadata)
-        if access is policy.Access.PUBLIC and not token:
+        if access is Access.PUBLIC and not token:
             await self._limit(full_method, self._anonymous(metadata, peer))
             current_caller.set(None)
             return None
@@ -289,7 +292,7 @@ class Gate:
         try:
             caller = self._recently_verified(token) or await self._verify(token)
         except InvalidToken as exc:
-            if access is policy.Access.PUBLIC:
+            if access is Access.PUBLIC:
                 await self._limit(full_method, self._anonymous(metadata, peer))
                 current_caller.set(None)
                 return None
@@ -299,11 +302,11 @@ class Gate:
                 str(exc),
                 challenge='Bearer error="invalid_token"',
             ) from exc
-        if not policy.allows(caller.role, full_method):
+        if not self.policy.allows(caller.role, full_method):
             _count(TOKEN_REFUSALS, "permission_denied")
             raise Rejected(
                 grpc.StatusCode.PERMISSION_DENIED,
-                f"role {caller.role!r} may not call {policy.split(full_method)[1]}",
+                f"role {caller.role!r} may not call {split(full_method)[1]}",
             )
         await self._limit(full_method, ACCOUNT + caller.account_id)
         current_caller.set(caller)

@@ -12,8 +12,8 @@ import hmac
 import os
 from dataclasses import dataclass
 
-# The login rule's bounds (app.rules.field_rules), which account passwords meet too.
-from app.rules.field_rules import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES
+# The login rule's bounds (app.auth.field_rules), which account passwords meet too.
+from app.auth.field_rules import MAX_PASSWORD_BYTES, MIN_PASSWORD_BYTES
 
 __all__ = ["MAX_PASSWORD_BYTES", "MIN_PASSWORD_BYTES", "STRONG_COST", "PasswordHasher"]
 

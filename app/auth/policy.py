@@ -1,24 +1,37 @@
-"""Who may call which RPC: derived from method names plus a short list of exceptions.
+"""Who may call which RPC: derived from method names, with the exceptions each API declares
+(:class:`~app.calls.access.AccessRules`, beside its servicers).
 
-- public: ``Login`` and ``CheckToken`` (and the gRPC health and reflection services);
+- public: what an API names public (``Login``, ``CheckToken``), and gRPC health and reflection;
 - ``admin``: everything;
-- ``operator``: everything but the admin-only RPCs;
+- ``operator``: everything but what an API names admin-only;
 - ``viewer``: read-only RPCs — names starting ``Get``, ``List``, ``Show`` or ``Inspect`` (which
-  covers ``GetLogs``, ``ListenEvents`` and ``GetInfo``) and all of the storage statistics;
-- ``node``: the scheduler's ``NodeService`` (which lets a node account act only for the node
-  named like it), and the read-only runtime API ``v1alpha.PublicAPI``, where a node account
-  sees only its own node's pods: what ``portico node-agent`` follows;
-- every signed-in account may ``Logout``.
+  covers ``GetLogs``, ``ListenEvents`` and ``GetInfo``) and the services an API names read-only;
+- ``node``: the services an API names for node accounts (the scheduler's ``NodeService`` and the
+  read-only runtime API, which ``portico node-agent`` follows);
+- every signed-in account may call what an API names so (``Logout``).
 
-A new RPC is covered by these rules the moment it is added to a .proto.
+A new RPC is covered by these rules the moment it is added to a .proto; a service no API
+declares anything of (a proxied upstream's) follows the name rule alone.
 """
 
 from __future__ import annotations
 
-import functools
 from enum import Enum
 
+from app.calls.access import AccessRules
 from app.calls.callers import Role
+
+READ_ONLY_PREFIXES = ("Get", "List", "Show", "Inspect")
+# gRPC's own health and reflection services, public wherever they are served.
+GRPC_STANDARD = AccessRules(
+    public_services=frozenset(
+        {
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1alpha.ServerReflection",
+            "grpc.reflection.v1.ServerReflection",
+        }
+    )
+)
 
 
 class Access(Enum):
@@ -27,32 +40,6 @@ class Access(Enum):
     ROLES = "roles"  # a valid token with one of the allowed roles
 
 
-PUBLIC_METHODS = frozenset(
-    {"services.auth.AuthService.Login", "services.auth.AuthService.CheckToken"}
-)
-PUBLIC_SERVICES = frozenset(
-    {
-        "grpc.health.v1.Health",
-        "grpc.reflection.v1alpha.ServerReflection",
-        "grpc.reflection.v1.ServerReflection",
-    }
-)
-SIGNED_IN_METHODS = frozenset({"services.auth.AuthService.Logout"})
-ADMIN_ONLY_SERVICES = frozenset(
-    {"edgeproto.CloudletRefsApi", "edgeproto.ClusterRefsApi", "edgeproto.NotifyApi"}
-)
-ADMIN_ONLY_METHODS = frozenset(
-    {
-        "edgeproto.CloudletInfoApi.InjectCloudletInfo",
-        "edgeproto.CloudletInfoApi.EvictCloudletInfo",
-    }
-)
-NODE_SERVICES = frozenset({"scheduler.NodeService", "v1alpha.PublicAPI"})
-READ_ONLY_SERVICES = frozenset({"stats.StatsService"})
-READ_ONLY_PREFIXES = ("Get", "List", "Show", "Inspect")
-
-
-@functools.cache
 def split(full_method: str) -> tuple[str, str]:
     """``pkg.Service.Method`` or ``/pkg.Service/Method`` → (``pkg.Service``, ``Method``)."""
     name = full_method.strip("/").replace("/", ".")
@@ -60,45 +47,68 @@ def split(full_method: str) -> tuple[str, str]:
     return service, method
 
 
-@functools.cache
-def access(full_method: str) -> Access:
-    """How much a caller must prove to reach ``full_method``."""
-    service, method = split(full_method)
-    if f"{service}.{method}" in PUBLIC_METHODS or service in PUBLIC_SERVICES:
-        return Access.PUBLIC
-    if f"{service}.{method}" in SIGNED_IN_METHODS:
-        return Access.SIGNED_IN
-    return Access.ROLES
+class Policy:
+    """The decisions of the name rule and ``rules``; each remembered, as a decision depends
+    only on the role and the method's name, and both sets are small."""
 
+    def __init__(self, rules: AccessRules | None = None) -> None:
+        self.rules = AccessRules.combined((GRPC_STANDARD, rules or AccessRules()))
+        self._access: dict[str, Access] = {}
+        self._allows: dict[tuple[str, str], bool] = {}
 
-def is_read_only(full_method: str) -> bool:
-    """Whether the RPC only reads, judged by its name (and the statistics service)."""
-    service, method = split(full_method)
-    return service in READ_ONLY_SERVICES or method.startswith(READ_ONLY_PREFIXES)
+    def access(self, full_method: str) -> Access:
+        """How much a caller must prove to reach ``full_method``."""
+        found = self._access.get(full_method)
+        if found is None:
+            found = self._access[full_method] = self._level(full_method)
+        return found
 
+    def allows(self, role: str, full_method: str) -> bool:
+        """Whether an account with ``role`` may call ``full_method``."""
+        key = (role, full_method)
+        found = self._allows.get(key)
+        if found is None:
+            found = self._allows[key] = self._allowed(role, full_method)
+        return found
 
-def is_admin_only(full_method: str) -> bool:
-    """The RPCs only an admin may call (internal accounting, injection, the sync protocol)."""
-    service, method = split(full_method)
-    return service in ADMIN_ONLY_SERVICES or f"{service}.{method}" in ADMIN_ONLY_METHODS
+    def is_public(self, full_method: str) -> bool:
+        """Whether anyone may call ``full_method`` without a token."""
+        return self.access(full_method) is Access.PUBLIC
 
+    def is_read_only(self, full_method: str) -> bool:
+        """Whether the RPC only reads, judged by its name (and the API's read-only services)."""
+        service, method = split(full_method)
+        return service in self.rules.read_only_services or method.startswith(READ_ONLY_PREFIXES)
 
-# Cached: a decision depends only on the role and the method name, and both sets are small.
-@functools.cache
-def allows(role: str, full_method: str) -> bool:
-    """Whether an account with ``role`` may call ``full_method``."""
-    level = access(full_method)
-    if level is not Access.ROLES:
-        return True
-    service, _ = split(full_method)
-    if role == Role.ADMIN:
-        return True
-    if role == Role.NODE:
-        return service in NODE_SERVICES
-    if is_admin_only(full_method):
+    def is_admin_only(self, full_method: str) -> bool:
+        """The RPCs only an admin may call."""
+        service, method = split(full_method)
+        return (
+            service in self.rules.admin_only_services
+            or f"{service}.{method}" in self.rules.admin_only_methods
+        )
+
+    def _level(self, full_method: str) -> Access:
+        service, method = split(full_method)
+        name = f"{service}.{method}"
+        if name in self.rules.public_methods or service in self.rules.public_services:
+            return Access.PUBLIC
+        if name in self.rules.signed_in_methods:
+            return Access.SIGNED_IN
+        return Access.ROLES
+
+    def _allowed(self, role: str, full_method: str) -> bool:
+        if self.access(full_method) is not Access.ROLES:
+            return True
+        service, _ = split(full_method)
+        if role == Role.ADMIN:
+            return True
+        if role == Role.NODE:
+            return service in self.rules.node_services
+        if self.is_admin_only(full_method):
+            return False
+        if role == Role.OPERATOR:
+            return True
+        if role == Role.VIEWER:
+            return self.is_read_only(full_method)
         return False
-    if role == Role.OPERATOR:
-        return True
-    if role == Role.VIEWER:
-        return is_read_only(full_method)
-    return False

@@ -6,10 +6,19 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from app.auth.gate import Gate
+from app.calls.access import AccessRules
 from app.calls.callers import call_request_id, current_caller
 from app.calls.refusals import Rejected
 from gen.resources.timestamp import timestamp_pb2 as portico_timestamp
 from gen.services.auth import auth_pb2, auth_pb2_grpc
+
+# Login and CheckToken are public; Logout needs the token it revokes, whatever its role.
+ACCESS = AccessRules(
+    public_methods=frozenset(
+        {"services.auth.AuthService.Login", "services.auth.AuthService.CheckToken"}
+    ),
+    signed_in_methods=frozenset({"services.auth.AuthService.Logout"}),
+)
 
 
 class AuthService(auth_pb2_grpc.AuthServiceServicer):

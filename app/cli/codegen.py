@@ -16,11 +16,8 @@ from typing import Any
 import yaml
 from google.protobuf import descriptor_pb2
 
-from app import __version__
-from app.auth.policy import Access, access
-from app.gateway.codec.json_mapping import JsonOptions
-from app.gateway.openapi.document import openapi_document
-from app.gateway.registry import Method, Registry
+from app.catalog import portico_openapi
+from app.gateway.registry import Registry
 from app.settings.reference import settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,25 +192,6 @@ def update_pages(registry: Registry | None = None) -> None:
     """Rewrite the generated sections of the documentation pages."""
     for page, text in generated_pages(registry).items():
         page.write_text(text)
-
-
-def is_public(method: Method) -> bool:
-    """Whether the auth policy lets anyone call ``method`` without a token."""
-    return access(method.full_name) is Access.PUBLIC
-
-
-def portico_openapi(
-    registry: Registry | None = None, json_options: JsonOptions | None = None
-) -> dict[str, Any]:
-    """Portico's OpenAPI document: the auth policy's public RPCs, comments from ``gen/``."""
-    return openapi_document(
-        registry or Registry.from_package("gen"),
-        json_options or JsonOptions(),
-        title="Portico",
-        version=__version__,
-        public_methods=is_public,
-        descriptor_set=GEN / DESCRIPTOR_SET,
-    )
 
 
 # libyaml's emitter where PyYAML was built with it: the same text, ten times sooner.

@@ -20,7 +20,7 @@ from app import __version__
 from app.auth import accounts
 from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
-from app.auth.policy import Role
+from app.calls.callers import Role
 from app.observe.logs import audit_to_file, configure_logging
 from app.settings.config import ConfigurationError, Settings, grpc_port_given
 from app.store import Account, ObjectStore, StoreError, make_private_folder

@@ -130,6 +130,26 @@ class Registry:
         """The method served at ``/package.Service/Method``; KeyError when there is none."""
         return self.methods_by_path[grpc_path]
 
+    def bind(self, servicers: Iterable[object]) -> dict[str, object]:
+        """Every service's servicer, by the service's full name: each servicer is bound to the
+        service of the generated ``<Service>Servicer`` class it derives from. A servicer of no
+        service here, a second one of a service, or a service left without one is a
+        ValueError naming it (a start that would answer UNIMPLEMENTED where it meant to serve).
+        """
+        bound: dict[str, object] = {}
+        names = {service.full_name for service in self.services}
+        for servicer in servicers:
+            name = implemented_service(servicer)
+            if name not in names:
+                raise ValueError(f"{type(servicer).__name__} implements {name}, not served here")
+            if name in bound:
+                raise ValueError(f"{name} has two servicers: {type(servicer).__name__} is one")
+            bound[name] = servicer
+        missing = sorted(names - bound.keys())
+        if missing:
+            raise ValueError(f"no servicer for {', '.join(missing)}")
+        return bound
+
     @classmethod
     def from_package(cls, package: str = "gen") -> Registry:
         """Import every ``*_pb2`` module below ``package``; a registry of their services."""
@@ -141,6 +161,19 @@ class Registry:
             name = ".".join((package, *path.relative_to(root).with_suffix("").parts))
             files.append(importlib.import_module(name).DESCRIPTOR)
         return cls(files)
+
+
+def implemented_service(servicer: object) -> str:
+    """The full name of the service ``servicer`` implements: that of the generated
+    ``<Service>Servicer`` class (in a ``*_pb2_grpc`` module) it derives from."""
+    for cls in type(servicer).__mro__:
+        module, name = cls.__module__, cls.__name__
+        if module.endswith("_pb2_grpc") and name.endswith("Servicer"):
+            messages = importlib.import_module(module.removesuffix("_grpc"))
+            found = messages.DESCRIPTOR.services_by_name.get(name.removesuffix("Servicer"))
+            if found is not None:
+                return str(found.full_name)
+    raise ValueError(f"{type(servicer).__name__} derives from no generated servicer class")
 
 
 def _service(service_desc: descriptor.ServiceDescriptor) -> Service:

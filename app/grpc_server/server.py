@@ -32,9 +32,9 @@ from app.gateway.options import Authenticate, KnownErrors, no_known_errors
 from app.gateway.registry import Method, Registry
 from app.grpc_server.context import IdentifiedContext
 from app.grpc_server.idempotency import run_once
+from app.grpc_server.observed import observed, traced_servicer
 from app.grpc_server.standard import StandardServices
 from app.observe.calls import UNMATCHED, Telemetry
-from app.observe.grpc_calls import observed, traced_servicer
 from app.settings import limits
 
 log = logging.getLogger("portico.grpc")

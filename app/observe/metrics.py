@@ -64,13 +64,8 @@ STREAM_MESSAGES = Counter(
 
 # -- the gate ---------------------------------------------------------------------------------
 
-LOGIN_OUTCOMES = ("success", "failure", "throttled")
 LOGINS = Counter("portico_logins_total", "Login attempts by outcome.", ["outcome"])
 LOCKOUTS = Counter("portico_login_lockouts_total", "Lockouts started by repeated failed logins.")
-TOKEN_REFUSAL_REASONS = (
-    "missing", "malformed", "expired", "invalid", "revoked", "account", "role_changed",
-    "password_changed", "permission_denied",
-)  # fmt: skip
 TOKEN_REFUSALS = Counter(
     "portico_token_refusals_total", "Calls the gate refused, by reason.", ["reason"]
 )

@@ -21,10 +21,14 @@ import grpc
 from google.protobuf import descriptor
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+import gen
 from app import __version__
+from app.assembly.gate import admit_caller, open_gate
+from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
+from app.auth.policy import Policy
+from app.auth.service import ACCESS as LOGIN_ACCESS
 from app.auth.service import AuthService
-from app.cli.codegen import GEN, is_public
 from app.gateway.admission import NO_AUTH
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.invoker import Invoker, ServicerInvoker
@@ -34,7 +38,6 @@ from app.gateway.options import GatewayOptions, Peer
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import Readiness, gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
-from app.main import admit_caller, gateway_options, open_gate, store_errors, store_trouble
 from app.observe.calls import Telemetry
 from app.observe.metrics import SWITCH
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
@@ -42,10 +45,13 @@ from app.server.jobs import purge_expired_revocations, supervised
 from app.server.tls import check_upstream_tls, upstream_credentials
 from app.settings.config import ConfigurationError, Settings
 from app.store import ObjectStore
+from gen.services.auth import auth_pb2
 
 log = logging.getLogger("portico.proxy")
 
 AUTH_SERVICE = "services.auth.AuthService"
+# Upstream services follow the name rule alone; the login is what ``--auth jwt`` serves itself.
+POLICY = Policy(LOGIN_ACCESS)
 REFLECTION_TIMEOUT_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 1.0
 # Reconnect soon after an upstream comes back (grpc's default backoff grows to two minutes).
@@ -160,10 +166,9 @@ class Proxy:
 
     async def _open_auth_store(self) -> None:
         """The same accounts, tokens and login as ``portico serve`` over the same settings."""
-        self.store, self.gate = await open_gate(self.settings)
-        gen = Registry.from_package("gen")
-        auth_file = next(s.descriptor.file for s in gen.services if s.full_name == AUTH_SERVICE)
-        self._local = Registry([auth_file], only={AUTH_SERVICE})
+        self.store, self.gate = await open_gate(self.settings, POLICY)
+        # The login's own file only: the proxy loads none of Portico's APIs.
+        self._local = Registry([auth_pb2.DESCRIPTOR], only={AUTH_SERVICE})
         self._servicers = {AUTH_SERVICE: AuthService(self.gate)}
         self._work.append(asyncio.create_task(supervised(purge_expired_revocations(self.store))))
 
@@ -222,7 +227,7 @@ class Proxy:
         local = self._local
         if local is not None:
             files.extend(s.descriptor.file for s in local.services)
-        comments = [await asyncio.to_thread((GEN / "portico.binpb").read_bytes)] if local else []
+        comments = [await asyncio.to_thread(Path(gen.DESCRIPTOR_SET).read_bytes)] if local else []
         for upstream in self.upstreams:
             found = upstream.descriptors
             if found is None:
@@ -272,13 +277,16 @@ class Proxy:
     def _openapi(self, registry: Registry, descriptor_set: bytes) -> dict[str, Any]:
         """The OpenAPI document: public methods are what a caller needs no token for."""
         auth = self.settings.proxy_auth
-        public = (lambda m: True) if auth == "none" else is_public if auth == "jwt" else None
+
+        def public(method: Method) -> bool:
+            return auth == "none" or (auth == "jwt" and POLICY.is_public(method.full_name))
+
         return openapi_document(
             registry,
             self.json,
             title="Portico proxy",
             version=__version__,
-            public_methods=public or (lambda m: False),
+            public_methods=public,
             descriptor_set=descriptor_set,
         )
 

@@ -1,10 +1,11 @@
-"""Every servicer checks its requests against :mod:`app.rules.field_rules` before its own code runs.
+"""Every servicer checks its requests against the field rules before its own code runs.
 
-The field rules are the part of the servicers' validation that the OpenAPI document publishes:
-applied here, to every request of every RPC (each message of a client stream too), they are the
-same rules on both transports and for every caller, and no servicer method can forget them. What
-the rules cannot say (a version the cluster manager supports, a label given twice) stays in the
-servicers' own validation, which runs after this.
+The field rules (each API's book, see :mod:`app.rules.rule_book`) are the part of the
+servicers' validation that the OpenAPI document publishes: applied here, to every request of
+every RPC (each message of a client stream too), they are the same rules on both transports and
+for every caller, and no servicer method can forget them. What the rules cannot say (a version
+the cluster manager supports, a label given twice) stays in the servicers' own validation,
+which runs after this.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from google.protobuf import descriptor, descriptor_pool
 from google.protobuf.message import Message
 
 from app.calls.refusals import Violations
-from app.rules import field_checks
+from app.rules.field_checks import FieldChecks
 from app.services.status import abort_invalid
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,23 +33,23 @@ def checks_own_fields(method: F) -> F:
     return method
 
 
-def checked_servicers(servicers: dict[str, object]) -> dict[str, object]:
-    """``servicers`` (by full service name), each behind the checks of its requests."""
-    return {name: _Checked(name, servicer) for name, servicer in servicers.items()}
+def checked_servicers(servicers: dict[str, object], checks: FieldChecks) -> dict[str, object]:
+    """``servicers`` (by full service name), each behind the ``checks`` of its requests."""
+    return {name: _Checked(name, servicer, checks) for name, servicer in servicers.items()}
 
 
-def rule_violations(request: Message, method: str) -> Violations:
-    """The request's violations of the field rules (app.rules.field_rules) of ``method``."""
+def rule_violations(checks: FieldChecks, request: Message, method: str) -> Violations:
+    """The request's violations of the field rules ``checks`` apply to ``method``."""
     found = Violations()
-    for path, problem in field_checks.violations(request, method):
+    for path, problem in checks.violations(request, method):
         found.add(path, problem)
     return found
 
 
 async def _refuse_if_invalid(
-    request: Message, method: str, context: grpc.aio.ServicerContext
+    checks: FieldChecks, request: Message, method: str, context: grpc.aio.ServicerContext
 ) -> None:
-    found = rule_violations(request, method)
+    found = rule_violations(checks, request, method)
     if found:
         await abort_invalid(context, found)
 
@@ -56,7 +57,7 @@ async def _refuse_if_invalid(
 class _Checked:
     """A servicer whose RPC methods check their requests first; anything else is the servicer's."""
 
-    def __init__(self, service: str, servicer: object) -> None:
+    def __init__(self, service: str, servicer: object, checks: FieldChecks) -> None:
         self._servicer = servicer
         self._methods: dict[str, Callable[..., Any]] = {}
         try:
@@ -67,23 +68,25 @@ class _Checked:
             behaviour = getattr(servicer, method.name, None)
             if behaviour is None or getattr(behaviour, "checks_own_fields", False):
                 continue
-            if field_checks.may_apply(method.input_type, method.full_name):
-                self._methods[method.name] = _wrap(method, behaviour)
+            if checks.may_apply(method.input_type, method.full_name):
+                self._methods[method.name] = _wrap(checks, method, behaviour)
 
     def __getattr__(self, name: str) -> Any:
         wrapped = self._methods.get(name)
         return wrapped if wrapped is not None else getattr(self._servicer, name)
 
 
-def _wrap(method: descriptor.MethodDescriptor, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap(
+    checks: FieldChecks, method: descriptor.MethodDescriptor, behaviour: Callable[..., Any]
+) -> Callable[..., Any]:
     name = method.full_name
     if method.client_streaming:
-        return _client_stream(name, behaviour)
+        return _client_stream(checks, name, behaviour)
     if inspect.isasyncgenfunction(behaviour):
 
         @functools.wraps(behaviour)
         async def stream(request: Message, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            await _refuse_if_invalid(request, name, context)
+            await _refuse_if_invalid(checks, request, name, context)
             async for reply in behaviour(request, context):
                 yield reply
 
@@ -91,19 +94,21 @@ def _wrap(method: descriptor.MethodDescriptor, behaviour: Callable[..., Any]) ->
 
     @functools.wraps(behaviour)
     async def unary(request: Message, context: grpc.aio.ServicerContext) -> Any:
-        await _refuse_if_invalid(request, name, context)
+        await _refuse_if_invalid(checks, request, name, context)
         return await behaviour(request, context)
 
     return unary
 
 
-def _client_stream(name: str, behaviour: Callable[..., Any]) -> Callable[..., Any]:
+def _client_stream(
+    checks: FieldChecks, name: str, behaviour: Callable[..., Any]
+) -> Callable[..., Any]:
     def checked(
         requests: AsyncIterator[Message], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Message]:
         async def each() -> AsyncIterator[Message]:
             async for request in requests:
-                await _refuse_if_invalid(request, name, context)
+                await _refuse_if_invalid(checks, request, name, context)
                 yield request
 
         return each()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from app.rules import field_rules
+from app.rules import named_rules
 
 
 def dns_label_problem(name: str) -> str | None:
-    """Why ``name`` is not a DNS-1123 label (app.rules.field_rules.DNS_LABEL), or None."""
-    return field_rules.DNS_LABEL.problem(name) if name else "is required"
+    """Why ``name`` is not a DNS-1123 label (app.rules.named_rules.DNS_LABEL), or None."""
+    return named_rules.DNS_LABEL.problem(name) if name else "is required"
 
 
 def dns_name(*parts: str) -> str:

@@ -16,11 +16,13 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from jose import jwt
 
+from app import catalog
 from app.auth import accounts
-from app.auth.policy import Access, access
+from app.auth.policy import Access
 from app.cli.commands import main as cli_main
 from app.gateway.registry import Method, Registry
 from tests.gateway.wire import frame, frames
+from tests.grpc_calls import grpc_call
 from tests.harness import ADMIN_PASSWORD, eventually, run, running
 
 REGISTRY = Registry.from_package("gen")
@@ -29,57 +31,6 @@ _VARIABLE = re.compile(r"\{[^}]*\}")
 
 def _bearer(token: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),)
-
-
-# grpcio's asyncio client reports a request it failed to write, because the server had already
-# ended the call (a refusal at the headers), as this INTERNAL instead of the server's status
-# (grpc/grpc#36066). It is the client's view only: the call is made again.
-_CLIENT_WRITE_RACE = "Internal error from Core"
-_ATTEMPTS = 3
-
-
-async def grpc_call(
-    channel: grpc.aio.Channel, method: Method, token: str | None = None, request: Any = None
-) -> grpc.StatusCode:
-    """Call ``method`` with an empty (or given) request; the status code it ended with."""
-    for _ in range(_ATTEMPTS):
-        code, details = await _grpc_call_once(channel, method, token, request)
-        if not (code is grpc.StatusCode.INTERNAL and _CLIENT_WRITE_RACE in details):
-            break
-    return code
-
-
-async def _grpc_call_once(
-    channel: grpc.aio.Channel, method: Method, token: str | None, request: Any
-) -> tuple[grpc.StatusCode, str]:
-    request = request if request is not None else method.input_type()
-    metadata = _bearer(token) if token else ()
-    kwargs = {
-        "request_serializer": method.input_type.SerializeToString,
-        "response_deserializer": method.output_type.FromString,
-    }
-    try:
-        if method.kind == "unary":
-            await channel.unary_unary(method.grpc_path, **kwargs)(request, metadata=metadata)
-        elif method.kind == "server_streaming":
-            call = channel.unary_stream(method.grpc_path, **kwargs)(request, metadata=metadata)
-            async for _ in call:
-                break
-            call.cancel()
-        elif method.kind == "client_streaming":
-            await channel.stream_unary(method.grpc_path, **kwargs)(
-                iter([request]), metadata=metadata
-            )
-        else:
-            call = channel.stream_stream(method.grpc_path, **kwargs)(
-                iter([request]), metadata=metadata
-            )
-            async for _ in call:
-                break
-            call.cancel()
-    except grpc.aio.AioRpcError as error:
-        return error.code(), error.details() or ""
-    return grpc.StatusCode.OK, ""
 
 
 def rest_routes(method: Method) -> Iterator[tuple[str, str]]:
@@ -181,7 +132,7 @@ def test_every_route_and_method_but_the_public_ones_refuses_an_anonymous_caller(
         async with running(tmp_path) as server:
             refused_rest, refused_grpc = [], []
             for method in REGISTRY:
-                public = access(method.full_name) is Access.PUBLIC
+                public = catalog.policy(REGISTRY).access(method.full_name) is Access.PUBLIC
                 for verb, path in rest_routes(method):
                     reply = await server.http.request(
                         verb, path, json={} if verb != "GET" else None

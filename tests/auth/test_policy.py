@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.auth.policy import Access, access, allows
-from app.gateway.registry import Registry
+from app import catalog
+from app.auth.policy import Access
 
-REGISTRY = Registry.from_package("gen")
+REGISTRY = catalog.registry()
+POLICY = catalog.policy(REGISTRY)
+access, allows = POLICY.access, POLICY.allows
 ALL = [m.full_name for m in REGISTRY]
 
 

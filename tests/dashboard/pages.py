@@ -12,8 +12,10 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as visible
 from selenium.webdriver.support.ui import WebDriverWait
 
+from gen.scheduler import scheduler_pb2_grpc
 from tests.dashboard.conftest import WAIT_SECONDS, LiveServer
 from tests.harness import ADMIN_PASSWORD
+from tests.services.kudo.world import bearer, instance
 
 # Where the docs' screenshots are written when the tests are asked to (re)make them.
 SCREENSHOTS_ENV = "PORTICO_SCREENSHOTS"
@@ -99,3 +101,12 @@ def horizontal_overflow(browser: WebDriver) -> Any:
     return browser.execute_script(
         "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
+
+
+async def start_instance(live: LiveServer, token: str, name: str) -> str:
+    """Create an instance (the in-process simulated nodes run it); returns its id."""
+    stub = scheduler_pb2_grpc.InstanceServiceStub(live.server.channel)
+    creating = stub.Create(instance(name), metadata=bearer(token))
+    first = await anext(creating.__aiter__())
+    creating.cancel()
+    return first.id

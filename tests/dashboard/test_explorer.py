@@ -13,10 +13,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as visible
 
 from app.gateway.registry import Registry
-from gen.scheduler import scheduler_pb2_grpc
-from tests.dashboard.conftest import LiveServer
-from tests.dashboard.pages import by_id, css, go, logged_in, texts, wait
-from tests.services.kudo.world import bearer, instance
+from tests.dashboard.pages import by_id, css, go, logged_in, start_instance, texts, wait
 
 pytestmark = pytest.mark.chromium
 
@@ -307,15 +304,6 @@ def test_a_server_stream_shows_results_live_until_stopped(browser, live_server):
     stop.click()
     wait(browser).until(lambda _: status.get_attribute("data-state") == "stopped")
     wait(browser).until(lambda _: runtime.open_streams == 0)  # type: ignore[attr-defined]
-
-
-async def start_instance(live: LiveServer, token: str, name: str) -> str:
-    """Create an instance (the in-process simulated nodes run it); returns its id."""
-    stub = scheduler_pb2_grpc.InstanceServiceStub(live.server.channel)
-    creating = stub.Create(instance(name), metadata=bearer(token))
-    first = await anext(creating.__aiter__())
-    creating.cancel()
-    return first.id
 
 
 def test_a_server_stream_that_ends_says_so(browser, live_server):

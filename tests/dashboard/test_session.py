@@ -9,13 +9,14 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as visible
 
-from app.auth.policy import Role, allows
-from app.gateway.registry import Registry
+from app import catalog
+from app.calls.callers import Role
 from tests.dashboard.pages import by_id, css, go, log_in, logged_in, open_dashboard, texts, wait
 
 pytestmark = pytest.mark.chromium
 
 VIEWER = ("watcher", "password1")
+allows = catalog.policy(catalog.registry()).allows
 
 
 def stored_token(browser: WebDriver) -> Any:
@@ -116,9 +117,7 @@ def test_a_viewer_sees_read_views_and_no_write_action(browser, live_server, view
     listed = browser.execute_script(
         "return [...document.querySelectorAll('a.method')].map((a) => a.dataset.rpc)"
     )
-    expected = [
-        m.full_name for m in Registry.from_package("gen") if allows(Role.VIEWER, m.full_name)
-    ]
+    expected = [m.full_name for m in catalog.registry() if allows(Role.VIEWER, m.full_name)]
     assert sorted(listed) == sorted(expected)
     assert "cnct.kaas.api.Cluster.DeleteCluster" not in listed
     # A method the role may not call, opened by its link, says so instead of offering a form.
@@ -130,7 +129,7 @@ def test_a_viewer_sees_read_views_and_no_write_action(browser, live_server, view
 def test_the_page_offers_what_the_server_policy_allows(browser, live_server):
     """The page's copy of the role policy agrees with the server's for every RPC and role."""
     open_dashboard(browser, live_server)
-    methods = [m.full_name for m in Registry.from_package("gen")]
+    methods = [m.full_name for m in catalog.registry()]
     roles = [r.value for r in Role] + ["nobody"]
     page = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"

@@ -24,10 +24,10 @@ from tests.dashboard.pages import (
     logged_in,
     row_keys,
     screenshot,
+    start_instance,
     texts,
     wait,
 )
-from tests.dashboard.test_explorer import start_instance
 from tests.services.kudo.world import bearer, headers
 
 pytestmark = pytest.mark.chromium

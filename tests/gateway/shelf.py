@@ -176,3 +176,11 @@ class WritingShelfServicer(ShelfServicer):
             if thing.name == "fail":
                 await context.abort(grpc.StatusCode.ABORTED, "asked to fail")
             await context.write(pb.Thing(name=thing.name.upper()))
+
+
+class RevisionedShelf(ShelfServicer):
+    """Names its reply's revision in the ``etag`` metadata, as the store-backed servicers do."""
+
+    async def GetThing(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.send_initial_metadata((("etag", '"42"'),))
+        return await super().GetThing(request, context)

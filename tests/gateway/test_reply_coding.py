@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
-
 from .conftest import run, serving
-from .shelf import ShelfServicer, pb
-
-
-class RevisionedShelf(ShelfServicer):
-    """Names its reply's revision in the ``etag`` metadata, as the store-backed servicers do."""
-
-    async def GetThing(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        await context.send_initial_metadata((("etag", '"42"'),))
-        return await super().GetThing(request, context)
+from .shelf import RevisionedShelf, pb
 
 
 def get(headers: dict[str, str], name: str = "a") -> Any:

@@ -13,8 +13,7 @@ from app.gateway.admission import NO_AUTH
 from app.gateway.routes import GatewayOptions, create_app
 from app.observe.calls import Telemetry
 from tests.gateway.conftest import run, shelf_registry
-from tests.gateway.shelf import SERVICE, ShelfServicer
-from tests.gateway.test_reply_coding import RevisionedShelf
+from tests.gateway.shelf import SERVICE, RevisionedShelf, ShelfServicer
 from tests.harness import uvicorn_serving
 from tests.observe.probes import delta, parse
 

@@ -27,7 +27,7 @@ from gen.services.auth import auth_pb2
 from gen.v1alpha import api_pb2 as runtime_pb2
 from tests.harness import ADMIN_PASSWORD, eventually, run
 from tests.reliability.server import Server, start_server
-from tests.services.kaas.test_cluster_service import _body
+from tests.services.kaas.clusters import cluster_body
 from tests.services.kudo.world import certificate
 
 pytestmark = pytest.mark.slow  # a server of its own: scheduled first (tests/conftest.py)
@@ -278,7 +278,7 @@ async def _forever(queue: asyncio.Queue[notice_pb2.Notice]) -> AsyncIterator[not
 
 
 def _cluster(name: str) -> api_pb2.CreateClusterMsg:
-    return json_format.ParseDict(_body(name), api_pb2.CreateClusterMsg())
+    return json_format.ParseDict(cluster_body(name), api_pb2.CreateClusterMsg())
 
 
 def test_portico_call_finds_grpc_on_the_http_port(server: Server) -> None:

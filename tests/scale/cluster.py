@@ -15,41 +15,20 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import psycopg
-from sqlalchemy.engine import make_url
 
-from app.store import normalize_url
 from tests.bench.procs import Processes, free_port, wait_ready
 from tests.bench.servers import MACHINE_IP_POOL, PASSWORD, SIM_NODES, seed_clusters
+from tests.postgres import fresh_schema
 from tests.scale import haproxy
 from tests.scale.haproxy import Replica
 
 LEADER_GAUGE = re.compile(r"^portico_leader(?:\{[^}]*\})? ([\d.]+)$", re.MULTILINE)
 REQUESTS = re.compile(r"^portico_requests_total\{[^}]*\} ([\d.e+]+)$", re.MULTILINE)
-
-
-def _libpq(url: str) -> str:
-    return normalize_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-@contextlib.contextmanager
-def fresh_schema(server_url: str) -> Iterator[str]:
-    """A URL whose search path is a new, empty schema; the schema is dropped afterwards."""
-    schema = f"scale_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(_libpq(server_url), autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        url = make_url(server_url).update_query_dict({"options": f"-csearch_path={schema}"})
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(_libpq(server_url), autocommit=True, connect_timeout=5) as admin:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @dataclass
@@ -162,7 +141,7 @@ def deployment(
     processes: Processes, server_url: str, count: int, seed: list[str]
 ) -> Iterator[Deployment]:
     """``count`` replicas behind HAProxy on a fresh schema holding a cluster per ``seed`` name."""
-    with fresh_schema(server_url) as url, tempfile.TemporaryDirectory() as folder:
+    with fresh_schema(server_url, "scale") as url, tempfile.TemporaryDirectory() as folder:
         seed_clusters(url, seed)
         deployed = Deployment(processes, url, Path(folder))
         try:

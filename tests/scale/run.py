@@ -34,8 +34,9 @@ from tests.bench import wrk
 from tests.bench.cases import create, read, sse
 from tests.bench.procs import ROOT, Processes, machine, stopped_on_signals
 from tests.bench.servers import k8s_version
+from tests.postgres import libpq_url
 from tests.scale import failover
-from tests.scale.cluster import Deployment, _libpq, deployment
+from tests.scale.cluster import Deployment, deployment
 
 PAGE = ROOT / "docs" / "how-to" / "replicas.md"
 OBJECTS = 10_000
@@ -71,7 +72,7 @@ def measure(deployed: Deployment, token: str, names: list[str], seconds: float) 
 
 
 def versions(database_url: str) -> dict[str, str]:
-    with psycopg.connect(_libpq(database_url), connect_timeout=5) as conn:
+    with psycopg.connect(libpq_url(database_url), connect_timeout=5) as conn:
         postgres = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
     haproxy = subprocess.run(["haproxy", "-v"], capture_output=True, text=True, check=True)
     return {"postgresql": postgres, "haproxy": haproxy.stdout.split()[2]}

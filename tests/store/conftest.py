@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -17,7 +16,8 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.store import ObjectStore, normalize_url
+from app.store import ObjectStore
+from tests.postgres import fresh_schema, libpq_url
 from tests.store.peer import Peer
 
 DATABASE_URL_VARIABLE = "PORTICO_TEST_DATABASE_URL"
@@ -25,10 +25,6 @@ DATABASE_URL_VARIABLE = "PORTICO_TEST_DATABASE_URL"
 TEST_TIMEOUT = 30.0
 
 T = TypeVar("T")
-
-
-def _libpq_url(url: str) -> str:
-    return normalize_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def _postgres_server_url() -> str:
@@ -48,7 +44,7 @@ def _unreachable(url: str) -> str | None:
     """Why the server of ``url`` cannot be used, asked once per test process: a server that is
     down fails every PostgreSQL test at once with this line, not each after its own timeout."""
     try:
-        with psycopg.connect(_libpq_url(url), autocommit=True, connect_timeout=5):
+        with psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=5):
             return None
     except psycopg.OperationalError as exc:
         shown = make_url(url).render_as_string(hide_password=True)
@@ -62,17 +58,8 @@ def _unreachable(url: str) -> str | None:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A URL whose search path is a fresh, empty schema; the schema is dropped afterwards."""
-    server = _postgres_server_url()
-    schema = f"store_test_{uuid.uuid4().hex[:12]}"
-    admin = psycopg.connect(_libpq_url(server), autocommit=True, connect_timeout=5)
-    with admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-    url = make_url(server).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(_libpq_url(server), autocommit=True, connect_timeout=5) as admin:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with fresh_schema(_postgres_server_url(), "store_test") as url:
+        yield url
 
 
 @pytest.fixture

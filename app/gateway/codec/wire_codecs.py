@@ -77,5 +77,4 @@ class JsonCodec:
         return self.transcoder.reply_json(plan, reply)
 
 
-PROTO = ProtoCodec()
 _EMPTY = (b"", b"{}")

@@ -35,11 +35,7 @@ from app.gateway.openapi.http_semantics import (
 )
 from app.gateway.openapi.paths import Paths, query_parameters
 from app.gateway.openapi.proto_comments import source_comments
-from app.gateway.openapi.rules import (
-    call_rules,
-    narrowed,
-    required_names,
-)
+from app.gateway.openapi.rules import narrowed, required_names
 from app.gateway.openapi.schemas import (
     STATUS,
     Schema,
@@ -49,6 +45,7 @@ from app.gateway.openapi.schemas import (
     settle_inputs,
 )
 from app.gateway.registry import Method, Registry
+from app.rules.rule_book import RuleBook
 
 PublicMethods = Callable[[Method], bool]
 
@@ -68,13 +65,15 @@ def openapi_document(
     version: str,
     public_methods: PublicMethods,
     descriptor_set: str | os.PathLike[str] | bytes | None = None,
+    rules: RuleBook | None = None,
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of every binding of every method in ``registry``.
 
-    ``descriptor_set`` (a path or bytes, compiled with source info) supplies the descriptions.
+    ``descriptor_set`` (a path or bytes, compiled with source info) supplies the descriptions;
+    ``rules`` are what the servicers check of request fields, said as JSON Schema.
     """
     comments = source_comments(descriptor_set) if descriptor_set is not None else {}
-    schemas = Schemas(json_options, comments)
+    schemas = Schemas(json_options, comments, rules or RuleBook())
     paths = Paths()
     for method in registry:
         for plan, operation_id in _plans_with_ids(method, paths.operation_ids):
@@ -248,7 +247,7 @@ def _operation_description(plan: BindingPlan, comment: str) -> str:
 def _request_body(plan: BindingPlan, schemas: Schemas) -> Schema | None:
     method = plan.method
     input_desc = method.descriptor.input_type
-    rules = call_rules(method.full_name)
+    rules = schemas.rules.call_rules(method.full_name)
     if method.client_streaming:
         # The router reads every request of a client stream from the NDJSON body.
         line, _ = _narrowed(schemas.ref(input_desc, request=True), input_desc, rules, schemas)
@@ -269,7 +268,7 @@ def _request_body(plan: BindingPlan, schemas: Schemas) -> Schema | None:
             schema = schemas.ref(input_desc, request=True)
         body_rules = {p: r for p, r in rules.items() if not is_bound(p, _path_bound(plan))}
         schema, required = _narrowed(schema, input_desc, body_rules, schemas)
-        required = required or bool(required_names(input_desc, schemas.key))
+        required = required or bool(required_names(schemas.rules, input_desc, schemas.key))
     else:
         body_field = plan.body_field
         assert body_field is not None
@@ -290,7 +289,7 @@ def _request_body(plan: BindingPlan, schemas: Schemas) -> Schema | None:
 def _narrowed(
     schema: Schema, desc: descriptor.Descriptor, rules: Mapping[str, Any], schemas: Schemas
 ) -> tuple[Schema, bool]:
-    """``schema`` with this RPC's own rules (app.rules.field_rules.CALL_RULES) merged in, and
+    """``schema`` with this RPC's own rules (its rule book's ``calls``) merged in, and
     whether they require anything (so that an empty message is refused)."""
     if not rules:
         return schema, False

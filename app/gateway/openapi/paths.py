@@ -16,7 +16,7 @@ from typing import Any
 from google.protobuf import descriptor
 
 from app.gateway.http_rules import BindingPlan, Variable, is_bound
-from app.gateway.openapi.rules import call_rules, element, field_rule, not_zero
+from app.gateway.openapi.rules import element, not_zero
 from app.gateway.openapi.schemas import WRAPPERS, Schema, Schemas, is_map, is_well_known
 
 # Messages a query parameter can set from one string: the well-known types JSON writes as one.
@@ -106,7 +106,7 @@ def _path_parameters(plan: BindingPlan, schemas: Schemas) -> list[Schema]:
     for variable, fields in plan.path_fields:
         name = ".".join(schemas.key(f) for f in fields)
         schema = schemas.single(fields[-1])
-        rule = field_rule(fields[-1])
+        rule = schemas.rules.field_rule(fields[-1].full_name)
         if rule is not None:
             schema = element(schema, fields[-1], rule, required=True)  # a segment is never empty
         pattern = _variable_regex(plan, variable)
@@ -178,7 +178,7 @@ def query_parameters(plan: BindingPlan, schemas: Schemas) -> list[Schema]:
     if plan.body == "*" or plan.method.client_streaming:
         return []
     input_desc = plan.method.descriptor.input_type
-    rules = call_rules(plan.method.full_name)
+    rules = schemas.rules.call_rules(plan.method.full_name)
     return [
         _query_parameter(fields, schemas, rules.get(".".join(f.name for f in fields)))
         for fields in _query_fields(input_desc, (), plan.bound, frozenset({input_desc.full_name}))

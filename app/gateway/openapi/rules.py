@@ -1,7 +1,8 @@
-"""The field rules of :mod:`app.rules.field_rules` as JSON Schema keywords, for the OpenAPI.
+"""A :class:`~app.rules.rule_book.RuleBook`'s field rules as JSON Schema keywords, for the
+OpenAPI document.
 
-A field's rule constrains its schema wherever the message appears; an RPC's own rules
-(``CALL_RULES``) are merged into that operation's request: a copy of the message's schema that
+A field's rule constrains its schema wherever the message appears; an RPC's own rules (the
+book's ``calls``) are merged into that operation's request: a copy of the message's schema that
 requires the paths (no longer null) and narrows their values, or a required query parameter.
 
 proto3 cannot tell an unset scalar from its zero value, and a rule applies to values that are
@@ -17,7 +18,8 @@ from typing import Any
 
 from google.protobuf import descriptor
 
-from app.rules.field_rules import CALL_RULES, FIELD_RULES, Rule
+from app.rules.field_rule import Rule
+from app.rules.rule_book import RuleBook
 
 Schema = dict[str, Any]
 _F = descriptor.FieldDescriptor
@@ -27,11 +29,6 @@ _STRING_INTS = frozenset(
 _FLOATS = frozenset({_F.TYPE_DOUBLE, _F.TYPE_FLOAT})
 _NULL = {"type": "null"}
 _COMPONENTS = "#/components/schemas/"
-
-
-def field_rule(fd: descriptor.FieldDescriptor) -> Rule | None:
-    """The rule of a field wherever it appears, if any."""
-    return FIELD_RULES.get(fd.full_name)
 
 
 def constrain(schema: Schema, fd: descriptor.FieldDescriptor, rule: Rule) -> Schema:
@@ -148,29 +145,24 @@ def _admits_zero(rule: Rule) -> bool:
 
 
 def required_names(
-    desc: descriptor.Descriptor, key: Callable[[descriptor.FieldDescriptor], str]
+    book: RuleBook, desc: descriptor.Descriptor, key: Callable[[descriptor.FieldDescriptor], str]
 ) -> list[str]:
     """JSON names of the fields of ``desc`` whose rule makes them required everywhere."""
     names = []
     for fd in desc.fields:
-        rule = FIELD_RULES.get(fd.full_name)
+        rule = book.field_rule(fd.full_name)
         if rule is not None and rule.required and not fd.is_repeated:
             names.append(key(fd))
     return names
 
 
-def note(fd: descriptor.FieldDescriptor) -> str:
+def note(book: RuleBook, fd: descriptor.FieldDescriptor) -> str:
     """What the field's rule says beyond JSON Schema, for its description."""
-    rule = FIELD_RULES.get(fd.full_name)
+    rule = book.field_rule(fd.full_name)
     return rule.note if rule is not None else ""
 
 
 # -- one RPC's own rules ------------------------------------------------------------------------
-
-
-def call_rules(method: str) -> dict[str, Rule]:
-    """CALL_RULES of ``method`` (paths of proto field names to rules)."""
-    return CALL_RULES.get(method, {})
 
 
 def narrowed(

@@ -1,7 +1,7 @@
 """The JSON schemas of protobuf messages in their proto3 JSON form, for the OpenAPI document.
 
 Scalars, well-known types, maps, oneofs and enums as :mod:`app.gateway.codec.json_mapping` reads and
-writes them, each field under its rule in :mod:`app.rules.field_rules`
+writes them, each field under its rule in the server's rule book
 (:mod:`app.gateway.openapi.rules`), and the descriptions from the protos' comments. Messages become
 components referenced by name.
 
@@ -26,10 +26,10 @@ from app.gateway.codec.json_mapping import JsonOptions, map_entry
 from app.gateway.openapi.rules import (
     constrain,
     decimal_pattern,
-    field_rule,
     note,
     required_names,
 )
+from app.rules.rule_book import RuleBook
 from app.settings import limits
 
 Schema = dict[str, Any]
@@ -160,6 +160,8 @@ class Schemas:
 
     options: JsonOptions
     comments: Mapping[str, str]
+    # What the servicers check of request fields, published as JSON Schema keywords.
+    rules: RuleBook = field(default_factory=RuleBook)
     components: dict[str, Schema] = field(default_factory=dict)
 
     def key(self, fd: descriptor.FieldDescriptor) -> str:
@@ -195,7 +197,7 @@ class Schemas:
         description = "\n\n".join(t for t in (text, *notes) if t)
         if description:
             schema["description"] = description
-        required_here = required_names(desc, self.key)
+        required_here = required_names(self.rules, desc, self.key)
         schema["properties"] = {
             self.key(fd): self.field(
                 fd, request=request, nullable=self.key(fd) not in required_here
@@ -218,7 +220,7 @@ class Schemas:
         schema = self.constrained(fd, request=request)
         if request and nullable:
             schema = {"anyOf": [schema, dict(_NULL)]}
-        notes = [self.comments.get(fd.full_name, ""), note(fd)]
+        notes = [self.comments.get(fd.full_name, ""), note(self.rules, fd)]
         oneof = fd.containing_oneof
         if oneof is not None and oneof in _real_oneofs(oneof.containing_type):
             others = ", ".join(f"`{self.key(f)}`" for f in oneof.fields)
@@ -231,9 +233,9 @@ class Schemas:
         return schema
 
     def constrained(self, fd: descriptor.FieldDescriptor, *, request: bool = False) -> Schema:
-        """The field's value schema under its rule in app.rules.field_rules (the servicers')."""
+        """The field's value schema under its rule in the book (the servicers')."""
         schema = self.value(fd, request=request)
-        rule = field_rule(fd)
+        rule = self.rules.field_rule(fd.full_name)
         return schema if rule is None else constrain(schema, fd, rule)
 
     def value(self, fd: descriptor.FieldDescriptor, *, request: bool = False) -> Schema:

@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from app.rules.update_fields import READ_ONLY
+from app.services.edge.update_fields import READ_ONLY
 from gen.edgeproto import (
     app_inst_pb2,
     app_pb2,

@@ -30,9 +30,8 @@ import grpc
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.rules import update_fields
 from app.services import revisions
-from app.services.edge import crm, key_index, references
+from app.services.edge import crm, key_index, references, update_fields
 from app.services.edge.fields import apply, matches, update_paths
 from app.services.edge.progress import (
     CO,

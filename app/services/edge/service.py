@@ -138,14 +138,14 @@ class EdgeApis:
             "StreamNotice": self._stream_notice_method(),
         }
 
-    def servicers(self) -> dict[str, object]:
-        """Every ``edgeproto`` servicer by full service name."""
-        built: dict[str, object] = {}
+    def servicers(self) -> list[object]:
+        """Every ``edgeproto`` servicer, each a subclass of its generated servicer class."""
+        built: list[object] = []
         for messages, stubs in MODULES:
             for service in messages.DESCRIPTOR.services_by_name.values():
                 base = getattr(stubs, f"{service.name}Servicer")
                 methods = {m.name: self._method(m) for m in service.methods}
-                built[service.full_name] = type(service.name, (base,), methods)()
+                built.append(type(service.name, (base,), methods)())
         return built
 
     def _method(self, method: MethodDescriptor) -> Callable[..., Any]:

@@ -16,7 +16,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 import app.services.edge.kinds as k
-from app.rules import field_rules
+from app.services.edge import field_rules
 from app.services.status import Violations
 from gen.edgeproto import (
     app_inst_pb2,
@@ -32,11 +32,9 @@ from gen.edgeproto import (
     operator_pb2,
 )
 
-_PORT_PROTOCOLS = ("tcp", "udp", "http")
-
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid object name (app.rules.field_rules.EDGE_NAME), or None."""
+    """Why ``name`` is not a valid object name (field_rules.EDGE_NAME), or None."""
     return field_rules.EDGE_NAME.problem(name) if name else "is required"
 
 
@@ -149,7 +147,7 @@ def _check_app(found: Violations, obj: app_pb2.App) -> None:
         check_flavor_key(found, obj.default_flavor, "default_flavor")
     found.check(obj.image_type in app_pb2.ImageType.values(), "image_type", "unknown image type")
     found.check(obj.del_opt in app_pb2.DeleteType.values(), "del_opt", "unknown delete option")
-    # access_ports' syntax is its field rule (app.rules.field_rules), checked before this.
+    # access_ports' syntax is its field rule (field_rules.py), checked before this.
 
 
 def _check_optional_flavor(path: str) -> Callable[[Violations, Message], None]:
@@ -164,7 +162,7 @@ def _check_optional_flavor(path: str) -> Callable[[Violations, Message], None]:
 def _check_cloudlet(found: Violations, obj: cloudlet_pb2.Cloudlet) -> None:
     found.check(obj.ip_support in common_pb2.IpSupport.values(), "ip_support", "unknown IP support")
     found.check(obj.num_dynamic_ips >= 0, "num_dynamic_ips", "must not be negative")
-    # static_ips' syntax is its field rule (app.rules.field_rules), checked before this.
+    # static_ips' syntax is its field rule (field_rules.py), checked before this.
     location = obj.location
     # Written as "within" so that NaN, which compares false with everything, is refused.
     found.check(

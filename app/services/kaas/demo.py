@@ -168,14 +168,11 @@ def demo_job(
     provider: MachineProvider,
     clock: Clock,
     versions: Sequence[str],
-    also: Sequence[Callable[[], Awaitable[object]]] = (),
 ) -> Callable[[], Awaitable[None]]:
-    """A leader job that seeds the demo once, runs ``also`` (other seeders), then idles."""
+    """A leader job that seeds the demo once, then idles."""
 
     async def seed_demo() -> None:
         await seed_demo_clusters(store, provider, clock, versions)
-        for seeder in also:
-            await seeder()
         # A job that returned would be run again; the demo is seeded once per start.
         await asyncio.Event().wait()
 

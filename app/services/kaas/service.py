@@ -2,7 +2,7 @@
 
 The servicer validates, checks the stored state and writes the desired state (spec) and status
 in one transaction; the :mod:`reconciler <app.services.kaas.reconciler>` does the slow work.
-Behaviour where SPEC.md is silent:
+Behaviour where the API's document is silent (the choices made here):
 
 - Every request is validated first (INVALID_ARGUMENT naming each field), then the cluster is
   looked up (NOT_FOUND), then its state is checked (FAILED_PRECONDITION naming the state).

@@ -3,18 +3,19 @@
 The rules a field states on its own (DNS-label names, control planes of 1, 3 or 5 machines for an
 etcd quorum, ``standard`` or ``gpu`` machines, 1 to ``MAX_MACHINES_PER_POOL`` machines a pool, at
 most ``MAX_WORKER_POOLS`` pools, Kubernetes label syntax, ``control-plane`` reserved for the
-control plane's own machines) are in :mod:`app.rules.field_rules`, which the OpenAPI document also
-reads. What needs more than one field is here: a supported version, pool names and label keys
-unique, the pools of a cluster in all.
+control plane's own machines) are in :mod:`app.services.kaas.field_rules`, which the OpenAPI
+document also reads. What needs more than one field is here: a supported version, pool names
+and label keys unique, the pools of a cluster in all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from app.rules import field_rules
+from app.rules.field_checks import FieldChecks
 from app.rules.field_rule import Rule
 from app.services.checked import rule_violations
+from app.services.kaas import field_rules
 from app.services.status import Violations
 from app.settings.limits import MAX_WORKER_POOLS, shown
 from gen.cnct.kaas.api import api_pb2
@@ -25,6 +26,8 @@ ADD_POOLS = _API + "AddNodePool"
 DELETE_POOLS = _API + "DeleteNodePool"
 SCALE_POOLS = _API + "ScaleNodePool"
 UPGRADE = _API + "UpgradeCluster"
+# The API's own rules, applied where a request's validation reports them with its own.
+CHECKS = FieldChecks(field_rules.RULES)
 
 
 def check_labels(v: Violations, path: str, labels: Iterable[api_pb2.KubernetesLabel]) -> None:
@@ -69,7 +72,7 @@ def check_pool_name(
 
 def check_create(msg: api_pb2.CreateClusterMsg, versions: Sequence[str]) -> Violations:
     """Every problem of a CreateCluster request."""
-    v = rule_violations(msg, CREATE)
+    v = rule_violations(CHECKS, msg, CREATE)
     if msg.k8s_version and msg.k8s_version not in versions:
         v.add(
             "k8s_version",
@@ -83,19 +86,19 @@ def check_create(msg: api_pb2.CreateClusterMsg, versions: Sequence[str]) -> Viol
 
 def check_add_pools(msg: api_pb2.AddNodePoolMsg) -> Violations:
     """Every problem of an AddNodePool request."""
-    v = rule_violations(msg, ADD_POOLS)
+    v = rule_violations(CHECKS, msg, ADD_POOLS)
     check_pools(v, "worker_node_pools", msg.worker_node_pools)
     return v
 
 
 def check_delete_pools(msg: api_pb2.DeleteNodePoolMsg) -> Violations:
     """Every problem of a DeleteNodePool request."""
-    return rule_violations(msg, DELETE_POOLS)  # names, how many, each once: field rules
+    return rule_violations(CHECKS, msg, DELETE_POOLS)  # names, how many, each once: field rules
 
 
 def check_scale_pools(msg: api_pb2.ScaleNodePoolMsg) -> Violations:
     """Every problem of a ScaleNodePool request (a pool is removed with DeleteNodePool)."""
-    v = rule_violations(msg, SCALE_POOLS)
+    v = rule_violations(CHECKS, msg, SCALE_POOLS)
     if len(msg.node_pools) <= MAX_WORKER_POOLS:
         seen: set[str] = set()
         for i, pool in enumerate(msg.node_pools):
@@ -106,4 +109,4 @@ def check_scale_pools(msg: api_pb2.ScaleNodePoolMsg) -> Violations:
 
 def check_upgrade(msg: api_pb2.UpgradeClusterMsg) -> Violations:
     """Every problem of an UpgradeCluster request that does not depend on the cluster."""
-    return rule_violations(msg, UPGRADE)
+    return rule_violations(CHECKS, msg, UPGRADE)

@@ -21,7 +21,6 @@ from app.sim.seeded import digest
 from gen.scheduler import scheduler_pb2 as spb
 
 Run = tuple[int, int | None, str]  # (start ns, end ns or None while running, node)
-Line = tuple[int, str]  # (at ns, text without the prefix)
 
 _PATHS = ("/", "/index.html", "/api/v1/items", "/healthz", "/static/app.js", "/favicon.ico")
 _AGENTS = ("curl/8.5.0", "kube-probe/1.31", "Mozilla/5.0 (X11; Linux x86_64)", "Go-http-client/1.1")

@@ -20,7 +20,7 @@ from gen.edgeproto import (
     exec_pb2,
     exec_pb2_grpc,
 )
-from tests.auth.test_gate_end_to_end import grpc_call
+from tests.grpc_calls import grpc_call
 from tests.harness import ADMIN_PASSWORD, Running, run, running
 from tests.services.edge.world import (
     APP,

@@ -17,7 +17,7 @@ from app.sim.machine_model import system_id_for
 from app.sim.machines import FaultInjection
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import Running, run, running
-from tests.services.kaas.test_cluster_service import _body
+from tests.services.kaas.clusters import cluster_body
 from tests.services.kudo.world import eventually
 
 Reply = tuple[str, str, dict[str, Any]]
@@ -105,12 +105,16 @@ def test_changes_queue_while_busy_and_only_conflicts_are_refused(tmp_path, trans
         # Slow enough steps that each phase can be watched.
         async with running(tmp_path, sim_step_seconds=0.05) as server:
             call = Calls(server, await server.login(), transport)
-            create = json_format.ParseDict(_body("auto", "v1.31.2"), api_pb2.CreateClusterMsg())
+            create = json_format.ParseDict(
+                cluster_body("auto", "v1.31.2"), api_pb2.CreateClusterMsg()
+            )
             code, message, _ = await call("CreateCluster", create)
             assert code == "OK", message
             stored = await load_cluster(server.portico.store, "auto")
             assert stored is not None and stored.spec.k8s_version == "1.31.2"
-            bad = json_format.ParseDict(_body("other", "v1.12.0"), api_pb2.CreateClusterMsg())
+            bad = json_format.ParseDict(
+                cluster_body("other", "v1.12.0"), api_pb2.CreateClusterMsg()
+            )
             code, message, _ = await call("CreateCluster", bad)
             assert code == "INVALID_ARGUMENT"
             assert "1.29.10, 1.30.6, 1.31.2, 1.32.0" in message and "'v1.12.0'" in message
@@ -196,8 +200,8 @@ def test_failed_clusters_are_repaired_by_scaling_or_adding_their_pool_again(tmp_
         )
 
     headless = next(n for n in (f"cp-{i}" for i in range(5000)) if control_plane_fails(n))
-    bodies = {name: _body(name) for name in (scaled, added, headless)}
-    bodies[lone] = _body(lone, workers=1)
+    bodies = {name: cluster_body(name) for name in (scaled, added, headless)}
+    bodies[lone] = cluster_body(lone, workers=1)
 
     async def scenario() -> None:
         async with running(tmp_path, sim_failure_ratio=0.4, sim_seed=1) as server:

@@ -8,14 +8,14 @@ import pytest
 
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import run, running
-from tests.services.kaas.test_cluster_service import _body, _rest
+from tests.services.kaas.clusters import cluster_body, rest_api
 
 
 def test_get_cluster_revalidates_and_a_stale_delete_is_412(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
-            status, _ = await api.call("POST", "/api/v1/cluster", json=_body(workers=1))
+            api = await rest_api(server)
+            status, _ = await api.call("POST", "/api/v1/cluster", json=cluster_body(workers=1))
             assert status == 200
             got = await api.http.get(
                 "/api/v1/cluster", params={"name": "prod"}, headers=api.headers
@@ -87,8 +87,8 @@ UPGRADE = ("/api/v1/cluster/upgrade", {"name": "prod"})
 def test_nodes_status_and_upgrade_information_revalidate_until_the_cluster_changes(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
-            status, _ = await api.call("POST", "/api/v1/cluster", json=_body(workers=1))
+            api = await rest_api(server)
+            status, _ = await api.call("POST", "/api/v1/cluster", json=cluster_body(workers=1))
             assert status == 200
             await api.wait_for("prod", "RUNNING")  # settled: nothing changes by itself now
             nodes = await _revalidates(api, *NODES)

@@ -23,60 +23,7 @@ from app.sim.machines import FaultInjection
 from app.store import EventType, ObjectStore
 from gen.cnct.kaas.api import api_pb2, api_pb2_grpc
 from tests.harness import Running, eventually, run, running
-
-TIMEOUT = 10.0
-
-
-def _body(name: str = "prod", version: str = "1.31.2", planes: int = 1, **pools: int) -> dict:
-    """A CreateCluster JSON body, as a curl user writes it."""
-    pools = pools or {"workers": 2}
-    return {
-        "name": name,
-        "k8s_version": version,
-        "control_plane_nodes": {"count": planes, "instanceType": "standard"},
-        "worker_node_pools": [
-            {
-                "name": pool,
-                "instanceType": "standard",
-                "count": count,
-                "labels": [{"name": "example.com/pool", "value": pool}],
-            }
-            for pool, count in pools.items()
-        ],
-    }
-
-
-class Rest:
-    """The REST side of one server, with an admin token."""
-
-    def __init__(self, server: Running, token: str) -> None:
-        self.http = server.http
-        self.headers = {"authorization": f"Bearer {token}"}
-
-    async def call(self, verb: str, path: str, **kwargs: Any) -> tuple[int, dict]:
-        reply = await self.http.request(verb, path, headers=self.headers, **kwargs)
-        return reply.status_code, reply.json()
-
-    async def cluster(self, name: str) -> dict:
-        status, body = await self.call("GET", "/api/v1/cluster", params={"name": name})
-        assert status == 200, body
-        return body["cluster"]
-
-    async def wait_for(self, name: str, state: str, timeout: float = TIMEOUT) -> dict:
-        """Poll GetCluster until the cluster is in ``state``."""
-
-        async def reached() -> dict | None:
-            cluster = await self.cluster(name)
-            return cluster if cluster["status"] == state else None
-
-        return await eventually(reached, timeout, what=f"cluster {name} {state}")
-
-    async def nodes(self, name: str) -> dict:
-        status, body = await self.call(
-            "GET", "/api/v1/cluster/nodesstatus", params={"clusterName": name}
-        )
-        assert status == 200, body
-        return body
+from tests.services.kaas.clusters import TIMEOUT, Rest, cluster_body, rest_api
 
 
 async def _history(server: Running, since: int) -> tuple[list[str], list[dict[str, Machine]]]:
@@ -113,10 +60,6 @@ def _machine(data: bytes) -> Machine:
     return Machine.from_dict(from_struct(Machine, struct_pb2.Struct.FromString(data)))
 
 
-async def _rest(server: Running) -> Rest:
-    return Rest(server, await server.login())
-
-
 def _assert_kubeconfig(text: str, name: str, ips: set[str]) -> None:
     config = yaml.safe_load(text)
     [cluster] = config["clusters"]
@@ -134,8 +77,8 @@ def _assert_kubeconfig(text: str, name: str, ips: set[str]) -> None:
 def test_a_cluster_lifecycle_over_rest(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
-            status, body = await api.call("POST", "/api/v1/cluster", json=_body(workers=2))
+            api = await rest_api(server)
+            status, body = await api.call("POST", "/api/v1/cluster", json=cluster_body(workers=2))
             assert status == 200
             assert body == {
                 "ok": True,
@@ -264,7 +207,9 @@ def test_a_cluster_lifecycle_over_grpc(tmp_path):
             token = await server.login()
             meta = (("authorization", f"Bearer {token}"),)
             stub = api_pb2_grpc.ClusterStub(server.channel)
-            request = json_format.ParseDict(_body("edge", "1.30.6", 3), api_pb2.CreateClusterMsg())
+            request = json_format.ParseDict(
+                cluster_body("edge", "1.30.6", 3), api_pb2.CreateClusterMsg()
+            )
             reply = await stub.CreateCluster(request, metadata=meta)
             assert reply.ok and reply.cluster.status == api_pb2.PROVISIONING
 
@@ -348,9 +293,9 @@ def test_a_cluster_lifecycle_over_grpc(tmp_path):
 def test_the_list_is_ordered_by_name_and_has_no_kubeconfigs(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             for name in ("zeta", "alpha", "mid-1", "mid-0"):
-                status, _ = await api.call("POST", "/api/v1/cluster", json=_body(name))
+                status, _ = await api.call("POST", "/api/v1/cluster", json=cluster_body(name))
                 assert status == 200
             status, body = await api.call("GET", "/api/v1/cluster/list")
             assert status == 200 and body["ok"] is True
@@ -366,8 +311,8 @@ def test_a_cluster_is_restarted_mid_provisioning_and_still_becomes_running(tmp_p
     async def scenario() -> None:
         # Slow enough that the first server stops well before provisioning ends (6+ steps).
         async with running(tmp_path, sim_step_seconds=0.1) as server:
-            api = await _rest(server)
-            status, _ = await api.call("POST", "/api/v1/cluster", json=_body("resume"))
+            api = await rest_api(server)
+            status, _ = await api.call("POST", "/api/v1/cluster", json=cluster_body("resume"))
             assert status == 200
 
             async def three_machines() -> bool:
@@ -383,7 +328,7 @@ def test_a_cluster_is_restarted_mid_provisioning_and_still_becomes_running(tmp_p
             record = await store.get(CLUSTER, "resume")
             assert _detail(record.data).status == api_pb2.PROVISIONING  # stopped mid-provisioning
         async with running(tmp_path, sim_step_seconds=0.1) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             cluster = await api.wait_for("resume", "RUNNING")
             assert yaml.safe_load(cluster["kubeconfig"])["clusters"][0]["name"] == "resume"
             after = {
@@ -417,12 +362,14 @@ def test_failed_machines_are_retried_then_repaired_by_scaling_their_pool(tmp_pat
 
     async def scenario() -> None:
         async with running(tmp_path, sim_failure_ratio=0.4, sim_seed=1) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             stub = api_pb2_grpc.ClusterStub(server.channel)
             md = (("authorization", api.headers["authorization"]),)
             since = await server.portico.store.current_revision()
             for name in (degraded, broken):
-                assert (await api.call("POST", "/api/v1/cluster", json=_body(name)))[0] == 200
+                assert (await api.call("POST", "/api/v1/cluster", json=cluster_body(name)))[
+                    0
+                ] == 200
             gave_up = f"gave up after {retries} retries"
 
             async def settled(name: str, state: str) -> dict:
@@ -493,7 +440,7 @@ async def _messages(server: Running, since: int, name: str) -> list[str]:
 def test_version_information_describes_the_running_build(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             status, body = await api.call("GET", "/api/v1/version")
             assert status == 200 and body["ok"] is True
             info = body["version_information"]
@@ -537,7 +484,7 @@ async def _rest_error(api: Rest, method: str, request: Any) -> tuple[str, Any]:
 
 
 def _create(name: str, **changes: Any) -> api_pb2.CreateClusterMsg:
-    body = _body(name)
+    body = cluster_body(name)
     body.update(changes)
     return json_format.ParseDict(body, api_pb2.CreateClusterMsg())
 
@@ -733,13 +680,13 @@ ERROR_CASES = [
 def test_every_error_path_answers_its_status_code(tmp_path, transport):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             ok = _create("ok", k8s_version="1.30.6")
             assert (await api.call("POST", "/api/v1/cluster", json=_json(ok)))[0] == 200
             await api.wait_for("ok", "RUNNING")
         # A second server on a slow clock keeps "busy" PROVISIONING while the cases run.
         async with running(tmp_path, sim_step_seconds=3600.0) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             token = api.headers["authorization"].split()[1]
             for name in ("busy", "gone"):
                 created = _json(_create(name, k8s_version="1.30.6"))
@@ -774,8 +721,8 @@ def _json(message: Any) -> dict:
 def test_stopping_clusters_refuse_changes_and_a_second_delete_is_fine(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, sim_step_seconds=3600.0) as server:
-            api = await _rest(server)
-            assert (await api.call("POST", "/api/v1/cluster", json=_body("bye")))[0] == 200
+            api = await rest_api(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=cluster_body("bye")))[0] == 200
             for _ in range(2):
                 status, body = await api.call("DELETE", "/api/v1/cluster", params={"name": "bye"})
                 assert (status, body) == (200, {"ok": True, "status": "STOPPING"})
@@ -789,7 +736,7 @@ def test_stopping_clusters_refuse_changes_and_a_second_delete_is_fine(tmp_path):
             )
             assert status == 400 and body["code"] == 9 and "STOPPING" in body["message"]
             # The name is still taken while the cluster stops.
-            status, body = await api.call("POST", "/api/v1/cluster", json=_body("bye"))
+            status, body = await api.call("POST", "/api/v1/cluster", json=cluster_body("bye"))
             assert status == 409 and body["code"] == 6
 
     run(scenario())
@@ -799,9 +746,13 @@ def test_machine_addresses_running_out_is_resource_exhausted(tmp_path):
     async def scenario() -> None:
         # A /29 holds 5 machine addresses (the first host is the gateway).
         async with running(tmp_path, machine_ip_pool="10.9.0.0/29") as server:
-            api = await _rest(server)
-            assert (await api.call("POST", "/api/v1/cluster", json=_body("a", workers=3)))[0] == 200
-            status, body = await api.call("POST", "/api/v1/cluster", json=_body("b", workers=1))
+            api = await rest_api(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=cluster_body("a", workers=3)))[
+                0
+            ] == 200
+            status, body = await api.call(
+                "POST", "/api/v1/cluster", json=cluster_body("b", workers=1)
+            )
             assert status == 429 and body["code"] == 8
             assert "1 free address(es) of 5" in body["message"]
             await api.wait_for("a", "RUNNING")
@@ -826,9 +777,9 @@ def test_machine_addresses_running_out_is_resource_exhausted(tmp_path):
 def test_a_create_writes_its_cluster_and_spec_and_no_bookkeeping_event(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
+            api = await rest_api(server)
             before = await server.portico.store.current_revision()
-            assert (await api.call("POST", "/api/v1/cluster", json=_body("a")))[0] == 200
+            assert (await api.call("POST", "/api/v1/cluster", json=cluster_body("a")))[0] == 200
             kinds = [CLUSTER, CLUSTER_SPEC, MACHINE, OLD_RESERVATION[0]]
             events, _ = await server.portico.store.changes(kinds, before)
             # A transaction's events share their moment; the reconciler's come later.
@@ -847,8 +798,10 @@ def test_a_reservation_an_older_version_kept_as_an_object_is_counted_again(tmp_p
     async def scenario() -> None:
         # A /29 holds 5 machine addresses (the first host is the gateway).
         async with running(tmp_path, machine_ip_pool="10.9.0.0/29") as server:
-            api = await _rest(server)
-            assert (await api.call("POST", "/api/v1/cluster", json=_body("a", workers=2)))[0] == 200
+            api = await rest_api(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=cluster_body("a", workers=2)))[
+                0
+            ] == 200
             store = server.portico.store
 
             def as_an_older_version(conn: Any) -> None:
@@ -857,11 +810,17 @@ def test_a_reservation_an_older_version_kept_as_an_object_is_counted_again(tmp_p
             await store.database.write(as_an_older_version)
             await store.create(*OLD_RESERVATION, wrappers_pb2.Int64Value(value=0))
 
-            status, body = await api.call("POST", "/api/v1/cluster", json=_body("b", workers=2))
+            status, body = await api.call(
+                "POST", "/api/v1/cluster", json=cluster_body("b", workers=2)
+            )
             assert status == 429 and "2 free address(es) of 5" in body["message"]
-            assert (await api.call("POST", "/api/v1/cluster", json=_body("c", workers=1)))[0] == 200
+            assert (await api.call("POST", "/api/v1/cluster", json=cluster_body("c", workers=1)))[
+                0
+            ] == 200
             assert await store.get(*OLD_RESERVATION) is None
-            status, body = await api.call("POST", "/api/v1/cluster", json=_body("d", workers=1))
+            status, body = await api.call(
+                "POST", "/api/v1/cluster", json=cluster_body("d", workers=1)
+            )
             assert status == 429 and "0 free address(es) of 5" in body["message"]
 
     run(scenario())
@@ -870,8 +829,8 @@ def test_a_reservation_an_older_version_kept_as_an_object_is_counted_again(tmp_p
 def test_the_newest_version_has_no_upgrade_and_scaling_to_the_same_size_changes_nothing(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path) as server:
-            api = await _rest(server)
-            assert (await api.call("POST", "/api/v1/cluster", json=_body("top", "1.32.0")))[
+            api = await rest_api(server)
+            assert (await api.call("POST", "/api/v1/cluster", json=cluster_body("top", "1.32.0")))[
                 0
             ] == 200
             await api.wait_for("top", "RUNNING")

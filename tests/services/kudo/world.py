@@ -19,6 +19,8 @@ from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from tests.harness import Running, eventually
 
 T = TypeVar("T")
+NGINX = "docker://nginx:1.25"
+ETCD = "quay.io/coreos/etcd:v3.5"
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -162,3 +164,14 @@ def open_streams(server: Running) -> int:
     """Streams the scheduler and runtime servicers are serving right now."""
     names = ("scheduler.NodeService", "scheduler.InstanceService", "v1alpha.PublicAPI")
     return sum(server.portico.servicers[name].open_streams for name in names)  # type: ignore[attr-defined]
+
+
+async def running_instance(server: Running, token: str, name: str, uri: str, cpu: int = 1) -> str:
+    """Create an instance and return its id once it runs (or is pending, if it cannot fit)."""
+    stub = pb_grpc.InstanceServiceStub(server.channel)
+    call = stub.Create(instance(name, cpu=cpu, uri=uri), metadata=bearer(token))
+    first = await anext(call.__aiter__())
+    call.cancel()
+    if cpu <= 8:
+        await wait_status(server, first.id, pb.RUNNING)
+    return first.id

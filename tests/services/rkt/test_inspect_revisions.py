@@ -15,8 +15,16 @@ from gen.scheduler import scheduler_pb2_grpc as pb_grpc
 from gen.v1alpha import api_pb2 as rkt
 from gen.v1alpha import api_pb2_grpc as rkt_grpc
 from tests.harness import Running, eventually, run, running
-from tests.services.kudo.world import bearer, headers, status_feed, stored_node, wait_status
-from tests.services.rkt.test_runtime_end_to_end import ETCD, NGINX, _start
+from tests.services.kudo.world import (
+    ETCD,
+    NGINX,
+    bearer,
+    headers,
+    running_instance,
+    status_feed,
+    stored_node,
+    wait_status,
+)
 
 NGINX_ID = parse_reference(NGINX).id
 
@@ -58,7 +66,7 @@ def test_a_pods_etag_holds_while_its_node_reports_and_changes_with_the_nodes_sta
             token = await server.login()
             auth = headers(token)
             async with status_feed(server, token, "edge-a", 2, 1024, 10) as feed:
-                web = await _start(server, token, "web", NGINX)
+                web = await running_instance(server, token, "web", NGINX)
                 path = f"/v1/runtime/pods/{web}"
                 etag = await _revalidates(server.http, path, auth)
                 api = rkt_grpc.PublicAPIStub(server.channel)
@@ -97,7 +105,7 @@ def test_an_images_etag_changes_with_the_instances_that_ran_it(tmp_path):
         async with running(tmp_path, sim_nodes=1) as server:
             token = await server.login()
             auth = headers(token)
-            await _start(server, token, "web", NGINX)
+            await running_instance(server, token, "web", NGINX)
             path = f"/v1/runtime/images/{NGINX_ID}"
             etag = await _revalidates(server.http, path, auth)
             api = rkt_grpc.PublicAPIStub(server.channel)
@@ -106,12 +114,12 @@ def test_an_images_etag_changes_with_the_instances_that_ran_it(tmp_path):
             assert (await call).image.id == NGINX_ID
 
             # A pod of another image is no input of this one.
-            await _start(server, token, "cache", ETCD)
+            await running_instance(server, token, "cache", ETCD)
             still = await server.http.get(path, headers={**auth, "if-none-match": etag})
             assert still.status_code == 304
 
             # Another pod of this image is.
-            await _start(server, token, "web-2", NGINX)
+            await running_instance(server, token, "web-2", NGINX)
             image = (await _changed(server.http, path, auth, etag))["image"]
             assert image["id"] == NGINX_ID
 
@@ -125,14 +133,14 @@ def test_a_pods_etag_changes_when_its_images_retention_ends(tmp_path):
         async with running(tmp_path, sim_nodes=1, image_retention_seconds=1.0) as server:
             token = await server.login()
             auth = headers(token)
-            first = await _start(server, token, "web", NGINX)
+            first = await running_instance(server, token, "web", NGINX)
             imported = int(time.time())
 
             async def next_second() -> bool:
                 return int(time.time()) > imported
 
             await eventually(next_second, what="a second after the import")
-            later = await _start(server, token, "web-2", NGINX)
+            later = await running_instance(server, token, "web-2", NGINX)
             stub = pb_grpc.InstanceServiceStub(server.channel)
             for pod in (first, later):
                 await stub.Destroy(pb.InstanceIdentifier(id=pod), metadata=bearer(token))
@@ -167,7 +175,7 @@ def test_pod_and_image_lists_revalidate_until_a_pod_comes(tmp_path):
         async with running(tmp_path, sim_nodes=1) as server:
             token = await server.login()
             auth = headers(token)
-            await _start(server, token, "web", NGINX)
+            await running_instance(server, token, "web", NGINX)
             pods = await _listed(server.http, "/v1/runtime/pods:list", auth)
             images = await _listed(server.http, "/v1/runtime/images:list", auth)
             api = rkt_grpc.PublicAPIStub(server.channel)
@@ -175,7 +183,7 @@ def test_pod_and_image_lists_revalidate_until_a_pod_comes(tmp_path):
             assert dict(await call.initial_metadata())["etag"] == pods
             assert len((await call).pods) == 1
 
-            await _start(server, token, "cache", ETCD)
+            await running_instance(server, token, "cache", ETCD)
             for path, etag, field in (
                 ("/v1/runtime/pods:list", pods, "pods"),
                 ("/v1/runtime/images:list", images, "images"),

@@ -21,30 +21,18 @@ from gen.v1alpha import api_pb2 as rkt
 from gen.v1alpha import api_pb2_grpc as rkt_grpc
 from tests.harness import Running, run, running, uvicorn_serving
 from tests.services.kudo.world import (
+    ETCD,
+    NGINX,
     bearer,
     eventually,
     headers,
-    instance,
     open_streams,
+    running_instance,
     status_feed,
     stored_node,
     wait_status,
 )
 from tests.services.rkt.listening import listening, stream_starts
-
-NGINX = "docker://nginx:1.25"
-ETCD = "quay.io/coreos/etcd:v3.5"
-
-
-async def _start(server: Running, token: str, name: str, uri: str, cpu: int = 1) -> str:
-    """Create an instance and return its id once it runs (or is pending, if it cannot fit)."""
-    stub = pb_grpc.InstanceServiceStub(server.channel)
-    call = stub.Create(instance(name, cpu=cpu, uri=uri), metadata=bearer(token))
-    first = await anext(call.__aiter__())
-    call.cancel()
-    if cpu <= 8:
-        await wait_status(server, first.id, pb.RUNNING)
-    return first.id
 
 
 def _pods(reply: httpx.Response) -> dict[str, Any]:
@@ -56,9 +44,9 @@ def test_instances_on_nodes_are_pods_with_their_images(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, sim_nodes=1) as server:
             token = await server.login()
-            web = await _start(server, token, "web", NGINX)
-            cache = await _start(server, token, "cache", ETCD)
-            waiting = await _start(server, token, "huge", NGINX, cpu=100)
+            web = await running_instance(server, token, "web", NGINX)
+            cache = await running_instance(server, token, "cache", ETCD)
+            waiting = await running_instance(server, token, "huge", NGINX, cpu=100)
             auth = headers(token)
             api = rkt_grpc.PublicAPIStub(server.channel)
 
@@ -155,7 +143,7 @@ def test_a_failed_nodes_state_shows_on_its_pods(tmp_path):
         async with running(tmp_path, sim_nodes=0, node_grace_seconds=0.3) as server:
             token = await server.login()
             async with status_feed(server, token, "edge-a", 2, 1024, 10):
-                web = await _start(server, token, "web", NGINX)
+                web = await running_instance(server, token, "web", NGINX)
                 api = rkt_grpc.PublicAPIStub(server.channel)
                 pod = await api.InspectPod(rkt.InspectPodRequest(id=web), metadata=bearer(token))
                 notes = {kv.Key: kv.value for kv in pod.pod.annotations}
@@ -197,8 +185,8 @@ def test_listen_events_sees_exactly_the_matching_events(tmp_path):
             token = await server.login()
             md = bearer(token)
             started = int(time.time())
-            web = await _start(server, token, "web", NGINX)
-            cache = await _start(server, token, "cache", ETCD)
+            web = await running_instance(server, token, "web", NGINX)
+            cache = await running_instance(server, token, "cache", ETCD)
             api = rkt_grpc.PublicAPIStub(server.channel)
             wanted = rkt.EventFilter(
                 ids=[web], types=[rkt.EVENT_TYPE_POD_EXITED, rkt.EVENT_TYPE_POD_STARTED]
@@ -264,7 +252,7 @@ def test_event_streams_starting_together_share_one_read_and_each_gets_every_even
     async def scenario() -> None:
         async with running(tmp_path, sim_nodes=1) as server:
             token = await server.login()
-            web = await _start(server, token, "web", NGINX)
+            web = await running_instance(server, token, "web", NGINX)
             store = server.portico.store
             assert store is not None
             reads = 0
@@ -308,7 +296,7 @@ def test_get_logs_returns_the_last_lines_and_follows_new_ones(tmp_path):
         async with running(tmp_path, sim_nodes=1) as server:
             token = await server.login()
             md = bearer(token)
-            web = await _start(server, token, "web", NGINX)
+            web = await running_instance(server, token, "web", NGINX)
             auth = headers(token)
             everything = await server.http.get(f"/v1/runtime/pods/{web}/logs", headers=auth)
             lines = _lifecycle(json.loads(everything.text.splitlines()[0])["result"]["lines"])
@@ -371,7 +359,7 @@ def test_event_and_log_streams_end_when_the_client_goes_away(tmp_path):
     async def scenario() -> None:
         async with running(tmp_path, sim_nodes=1) as server:
             token = await server.login()
-            web = await _start(server, token, "web", NGINX)
+            web = await running_instance(server, token, "web", NGINX)
             api = rkt_grpc.PublicAPIStub(server.channel)
             events = api.ListenEvents(rkt.ListenEventsRequest(), metadata=bearer(token))
             await eventually(lambda: _following(server), what="the stream following")

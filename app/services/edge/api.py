@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-
+from app.calls.access import AccessRules
+from app.services.api import Api, ApiSystem, Job
 from app.services.edge.demo import demo_job
+from app.services.edge.field_rules import RULES
 from app.services.edge.objects import EdgeObjects
 from app.services.edge.presence import ReplicaPresence, prune_stale_job, replica_address
 from app.services.edge.resource_manager import Faults, ResourceManager
@@ -15,19 +15,8 @@ from app.sim.clock import SimClock
 from app.sim.machines import FaultInjection
 from app.store import ObjectStore
 
-Job = Callable[[], Awaitable[None]]
 
-
-@dataclass
-class EdgeSystem:
-    """What :func:`edge_system` builds."""
-
-    servicers: dict[str, object] = field(default_factory=dict)
-    jobs: list[Job] = field(default_factory=list)  # on the leader only
-    replica_jobs: list[Job] = field(default_factory=list)  # on every replica
-
-
-def edge_system(store: ObjectStore, settings: Settings) -> EdgeSystem:
+def edge_system(store: ObjectStore, settings: Settings) -> ApiSystem:
     """Every ``edgeproto`` servicer, the leader's jobs and this replica's heartbeat."""
     clock = SimClock(settings.sim_step_seconds)
     objects = EdgeObjects(store, clock)
@@ -37,4 +26,24 @@ def edge_system(store: ObjectStore, settings: Settings) -> EdgeSystem:
     jobs: list[Job] = [manager.run, prune_stale_job(store)]
     if settings.demo:
         jobs.append(demo_job(objects))
-    return EdgeSystem(EdgeApis(objects, presence).servicers(), jobs, [presence.run])
+    return ApiSystem(EdgeApis(objects, presence).servicers(), jobs, [presence.run])
+
+
+# The refs are the controller's own accounting, NotifyApi its sync protocol with cloudlets, and
+# injecting or evicting a cloudlet's info stands in for the cloudlet itself: an admin's.
+API = Api(
+    "edge",
+    edge_system,
+    access=AccessRules(
+        admin_only_services=frozenset(
+            {"edgeproto.CloudletRefsApi", "edgeproto.ClusterRefsApi", "edgeproto.NotifyApi"}
+        ),
+        admin_only_methods=frozenset(
+            {
+                "edgeproto.CloudletInfoApi.InjectCloudletInfo",
+                "edgeproto.CloudletInfoApi.EvictCloudletInfo",
+            }
+        ),
+    ),
+    rules=RULES,
+)

@@ -1,11 +1,12 @@
-"""The scheduler as the server runs it: its two servicers and its background jobs."""
+"""The container scheduler as the server runs it: its two servicers and its background jobs."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
+from app.calls.access import AccessRules
+from app.services.api import Api, ApiSystem, Job
+from app.services.kudo.field_rules import RULES
 from app.services.kudo.health import failure_detection_job
 from app.services.kudo.instances import create_instance
 from app.services.kudo.records import INSTANCE, InstanceRecord
@@ -17,8 +18,6 @@ from app.settings.config import Settings
 from app.sim.clock import Clock, SimClock
 from app.store import ObjectStore
 from gen.scheduler import scheduler_pb2 as pb
-
-Job = Callable[[], Awaitable[None]]
 
 DEMO_INSTANCES = (
     pb.Instance(
@@ -37,14 +36,6 @@ DEMO_INSTANCES = (
 )
 
 
-@dataclass
-class SchedulerSystem:
-    """What :func:`scheduler_system` builds."""
-
-    servicers: dict[str, object] = field(default_factory=dict)
-    jobs: list[Job] = field(default_factory=list)
-
-
 def demo_instances_job(store: ObjectStore, clock: Clock) -> Job:
     """A job creating the demo instances once (by name), then idling."""
 
@@ -58,17 +49,14 @@ def demo_instances_job(store: ObjectStore, clock: Clock) -> Job:
     return create_demo_instances
 
 
-def scheduler_system(store: ObjectStore, settings: Settings) -> SchedulerSystem:
+def scheduler_system(store: ObjectStore, settings: Settings) -> ApiSystem:
     """NodeService and InstanceService over ``store``, with placement, the simulated runtime,
     failure detection, simulated nodes (``sim_nodes``) and demo instances (``demo``)."""
     clock = SimClock(settings.sim_step_seconds)
     grace = settings.node_grace_seconds
     pool = settings.node_subnet_pool
-    system = SchedulerSystem(
-        servicers={
-            "scheduler.NodeService": NodeService(store, clock, pool, grace),
-            "scheduler.InstanceService": InstanceService(store, clock),
-        },
+    system = ApiSystem(
+        servicers=[NodeService(store, clock, pool, grace), InstanceService(store, clock)],
         jobs=[
             scheduling_job(store, clock),
             runtime_job(store, clock),
@@ -80,3 +68,13 @@ def scheduler_system(store: ObjectStore, settings: Settings) -> SchedulerSystem:
     if settings.demo:
         system.jobs.append(demo_instances_job(store, clock))
     return system
+
+
+# A node account (a node agent) may call NodeService, which lets it act only for the node named
+# like it.
+API = Api(
+    "kudo",
+    scheduler_system,
+    access=AccessRules(node_services=frozenset({"scheduler.NodeService"})),
+    rules=RULES,
+)

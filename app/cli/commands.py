@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import getpass
 import logging
 import sys
@@ -21,8 +20,9 @@ from app.auth import accounts
 from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Role
+from app.cli.flags import naming_flags, remember_flags, settings_or_exit
 from app.observe.logs import audit_to_file, configure_logging
-from app.settings.config import ConfigurationError, Settings, grpc_port_given
+from app.settings.config import Settings
 from app.store import Account, ObjectStore, StoreError, make_private_folder
 
 AUDIT_LOG = "audit.log"  # in the data folder: what `portico users` changed, and who
@@ -84,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         help=_setting("fill every service with a small world", "demo"),
     )
     serve.set_defaults(run=_serve)
+    remember_flags(serve)
 
     _add_proxy_command(commands)
 
@@ -220,6 +221,7 @@ def _add_proxy_command(commands: Any) -> None:
         ),
     )
     proxy.set_defaults(run=_proxy)
+    remember_flags(proxy)
 
 
 def _proxy(args: argparse.Namespace) -> None:
@@ -227,7 +229,8 @@ def _proxy(args: argparse.Namespace) -> None:
 
     if args.upstreams is not None:
         args.upstreams = tuple(args.upstreams)
-    proxy(_settings(args))
+    settings = settings_or_exit(args)
+    naming_flags(args, lambda: proxy(settings))
 
 
 # codegen needs the development extra (grpcio-tools): imported only when asked for.
@@ -243,24 +246,11 @@ def _openapi(args: argparse.Namespace) -> None:
     codegen.write_openapi(codegen.OPENAPI if args.path is None else Path(args.path))
 
 
-def settings_from(args: argparse.Namespace, base: Settings) -> Settings:
-    """``base`` with every flag that was given on the command line applied."""
-    names = {f.name for f in dataclasses.fields(Settings)}
-    given = {k: v for k, v in vars(args).items() if k in names and v is not None}
-    return dataclasses.replace(base, **grpc_port_given({"grpc_server": base.grpc_server, **given}))
-
-
-def _settings(args: argparse.Namespace) -> Settings:
-    try:
-        return settings_from(args, Settings.from_env())
-    except ConfigurationError as exc:
-        raise SystemExit(f"portico: {exc}") from None
-
-
 def _serve(args: argparse.Namespace) -> None:
     from app.server.serving import serve
 
-    serve(_settings(args))
+    settings = settings_or_exit(args)
+    naming_flags(args, lambda: serve(settings))
 
 
 def _read_password(args: argparse.Namespace) -> str:
@@ -299,7 +289,7 @@ def _organisation(name: str) -> str:
 
 
 def _users(args: argparse.Namespace) -> None:
-    settings = _settings(args)
+    settings = settings_or_exit(args)
     if not logging.getLogger().handlers:  # not when embedded: a host's logging stays its own
         # Warnings go to stderr; the audit line of each change to DATA_DIR/audit.log, so that
         # the command prints its result alone.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
 import os
 import secrets
@@ -22,6 +21,7 @@ from app.auth.passwords import PasswordHasher
 from app.auth.rate_limit import limiter_for
 from app.auth.service import AuthService
 from app.auth.tokens import TokenIssuer, load_secret
+from app.calls.close_names import close_names
 from app.calls.refusals import Rejected
 from app.cli.codegen import DESCRIPTOR_SET, GEN, portico_openapi
 from app.gateway import done
@@ -343,7 +343,7 @@ def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:
     served = {m.full_name: m for m in registry}
     for name in settings.rate_limits()[1]:
         if name not in served:
-            close = difflib.get_close_matches(name, served, 1, 0.8)
+            close = close_names(name, served, 1, 0.8)
             hint = f" (did you mean {served[close[0]].grpc_path.lstrip('/')}?)" if close else ""
             raise ConfigurationError(
                 f"PORTICO_RATE_LIMIT_METHODS: {name.rpartition('.')[0]}/"

@@ -9,7 +9,6 @@ looked up on the server first.
 from __future__ import annotations
 
 import argparse
-import difflib
 import getpass
 import json
 import os
@@ -18,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.calls.close_names import close_names, did_you_mean
 from app.cli.client_calls import (
     CallFailed,
     JsonObject,
@@ -219,19 +219,13 @@ def _method(name: str) -> Method:
     siblings = [m.name for m in methods if m.service == service]
     if siblings:
         said = f"portico: {service} has no method {method!r}"
-        close = difflib.get_close_matches(method, siblings, n=3, cutoff=0.6)
-        return _suggest(said, [f"{service}/{name}" for name in close])
+        close = close_names(method, siblings)
+        raise SystemExit(said + did_you_mean([f"{service}/{name}" for name in close]))
     said = f"portico: no service {service!r}"
     services = sorted({m.service for m in methods})
-    close = difflib.get_close_matches(service, services, n=3, cutoff=0.6)
+    close = close_names(service, services)
     named = {m.service for m in methods if m.name == method}
-    return _suggest(said, [f"{s}/{method}" if s in named else s for s in close])
-
-
-def _suggest(said: str, close: list[str]) -> Any:
-    if close:
-        said += "; did you mean " + " or ".join(close) + "?"
-    raise SystemExit(said)
+    raise SystemExit(said + did_you_mean([f"{s}/{method}" if s in named else s for s in close]))
 
 
 def _requests(chunks: Iterable[str]) -> Iterator[JsonObject]:

@@ -12,7 +12,6 @@ nothing the server does not.
 
 from __future__ import annotations
 
-import difflib
 import http.client
 import json
 import re
@@ -26,6 +25,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2  # noqa: F401  (Status details decode by type URL)
 from grpc_status import rpc_status
 
+from app.calls.close_names import close_names, did_you_mean
 from app.gateway.registry import Method
 
 JsonObject = dict[str, Any]
@@ -69,11 +69,10 @@ def _no_such_field(message: Any, type_name: str, field: str, where: str) -> str:
     except KeyError:
         return f'{type_name} has no field named "{field}"'
     names = sorted({name for f in found.fields for name in (f.name, f.json_name)})
-    close = difflib.get_close_matches(field, names, n=1)
+    close = close_names(field, names, n=1)
     place = where.split(".", 1)[1] if "." in where else ""
     said = f'no field "{field}" in {found.name}' + (f" (at {place})" if place else "")
-    if close:
-        said += f'; did you mean "{close[0]}"?'
+    said += did_you_mean(close, lambda name: f'"{name}"')
     fields = ", ".join(f.name for f in found.fields)
     return said + (f" Its fields: {fields}" if fields else " It has no fields")
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.client import login_file
+from app.cli.saved_login import login_file
 from tests.conftest import ROOT
 
 # The user's home as the system knows it, whatever HOME says now.
 USER_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()
-LOGIN_FILE = "from app.cli.client import login_file; print(login_file())"
+LOGIN_FILE = "from app.cli.saved_login import login_file; print(login_file())"
 
 
 @pytest.fixture

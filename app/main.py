@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
@@ -136,6 +137,13 @@ class Portico:
         )
         # Both transports call the servicers behind the field rules' checks.
         servicers = checked_servicers(servicers)
+        # The grpc.aio port first: the HTTP side says which port it got (port 0: any free one).
+        if settings.grpc_listener:
+            await self._start_grpc(servicers, telemetry, idempotency)
+        else:
+            await self.standard.serving(self.servicers)
+        if settings.server != "pyvoy" and self.grpc_port:
+            options = dataclasses.replace(options, grpc_port=self.grpc_port)
         # gRPC's health and reflection: the HTTP port serves them too (native gRPC reaches them
         # there), from the same servicers, so both ports report one status.
         standard = self.standard
@@ -145,10 +153,6 @@ class Portico:
             options,
             ready=self.store_reachable,
         )
-        if settings.grpc_listener:
-            await self._start_grpc(servicers, telemetry, idempotency)
-        else:
-            await standard.serving(self.servicers)
 
     async def _start_grpc(
         self, servicers: dict[str, object], telemetry: Telemetry, idempotency: StoredIdempotency
@@ -307,6 +311,8 @@ def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOption
         if settings.workers > 1 or settings.server == "pyvoy"
         else os.getpid(),
         client_certificate_header=settings.server == "pyvoy",
+        # Under pyvoy the HTTP port serves native gRPC (serve's and proxy's alike).
+        grpc_port=settings.http_port if settings.server == "pyvoy" else None,
         grpc_client_certificate_required=bool(settings.tls_client_ca),
         **server_specific,
     )

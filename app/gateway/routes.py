@@ -46,6 +46,9 @@ from app.observe.metrics import exposition
 HEALTH_PATHS = ("/healthz", "/readyz")
 # On /readyz: the id of the process serving (see GatewayOptions.server_pid, `portico ready`).
 SERVER_PID_HEADER = "Portico-Server-Pid"
+# Whether the server is ready for calls: True, False (still starting), or why not, as the body
+# of /readyz's 503 ({"status": "upstream unavailable", ...}).
+Readiness = Callable[[], Awaitable[bool | dict[str, str]]]
 # On /openapi.json: the port of this host that serves native gRPC (GatewayOptions.grpc_port).
 GRPC_PORT_HEADER = "Portico-Grpc-Port"
 OPENAPI_PATHS = ("/openapi.json",)
@@ -95,7 +98,7 @@ def create_app(
     registry: Registry,
     servicers: Mapping[str, object],
     options: GatewayOptions | None = None,
-    ready: Callable[[], Awaitable[bool]] | None = None,
+    ready: Readiness | None = None,
 ) -> ASGIApp:
     """The gateway: ``/healthz``, ``/readyz``, the OpenAPI pages, the dashboard, and every RPC
     binding, answered by the in-process ``servicers``."""
@@ -106,7 +109,7 @@ def gateway_app(
     registry: Registry,
     invoker: Invoker,
     options: GatewayOptions | None = None,
-    ready: Callable[[], Awaitable[bool]] | None = None,
+    ready: Readiness | None = None,
 ) -> ASGIApp:
     """The gateway of :func:`create_app` over any :class:`Invoker` (a proxy's upstream, say)."""
     options = options or GatewayOptions()
@@ -128,7 +131,7 @@ def gateway_app(
 
 
 def _pages(
-    registry: Registry, options: GatewayOptions, ready: Callable[[], Awaitable[bool]] | None
+    registry: Registry, options: GatewayOptions, ready: Readiness | None
 ) -> tuple[FastAPI, PageTable]:
     """The FastAPI app of the fixed pages, and the table of the paths it answers."""
     api = FastAPI(title="Portico", openapi_url=None, docs_url=None, redoc_url=None)
@@ -143,9 +146,11 @@ def _pages(
     served_by = {SERVER_PID_HEADER: str(options.server_pid)}
 
     async def readyz(request: Request) -> Response:
-        if ready is not None and not await ready():
-            return JSONResponse({"status": "starting"}, status_code=503, headers=served_by)
-        return JSONResponse({"status": "ready"}, headers=served_by)
+        said = True if ready is None else await ready()
+        if said is True:
+            return JSONResponse({"status": "ready"}, headers=served_by)
+        body = {"status": "starting"} if said is False else said
+        return JSONResponse(body, status_code=503, headers=served_by)
 
     api.add_route("/healthz", healthz, methods=["GET", "HEAD"], include_in_schema=False)
     api.add_route("/readyz", readyz, methods=["GET", "HEAD"], include_in_schema=False)

@@ -309,9 +309,10 @@ class Proxy:
             raise shutting_down()
         return await NO_AUTH(method, metadata, peer)
 
-    async def ready(self) -> bool:
+    async def ready(self) -> bool | dict[str, str]:
         """Readiness: not shutting down, the auth store answers, and every upstream has given
-        its descriptors and accepts a connection now."""
+        its descriptors and accepts a connection now. One that gave them and no longer answers
+        is said by name: the proxy is not starting, its upstream is gone."""
         if self.shutting_down:
             return False
         if self.store is not None and not await store_answers(self.store):
@@ -324,7 +325,7 @@ class Proxy:
                     await upstream.channel.channel_ready()
             except TimeoutError:
                 log.warning("not ready: upstream %s does not answer", upstream.target)
-                return False
+                return {"status": "upstream unavailable", "upstream": upstream.target}
         return True
 
     def begin_shutdown(self) -> None:

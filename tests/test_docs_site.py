@@ -58,3 +58,9 @@ def test_the_readme_is_a_landing_page_that_links_into_the_site() -> None:
         assert page in linked, page
     for page in linked:
         assert (ROOT / "docs" / page).is_file(), page
+
+
+def test_the_development_page_says_how_to_build_the_site_as_the_tests_do() -> None:
+    page = (ROOT / "docs" / "development.md").read_text()
+    assert "mkdocs build --strict" in page
+    assert "mkdocs serve" in page

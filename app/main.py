@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Iterable
 from datetime import timedelta
@@ -19,6 +19,7 @@ from app.assembly.gate import admit_caller, open_gate
 from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
 from app.auth.service import AuthService
+from app.calls.close_names import close_names
 from app.gateway import done
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.open_streams import OpenStreams, shutting_down
@@ -124,6 +125,13 @@ class Portico:
         )
         # Both transports call the servicers behind the field rules' checks.
         servicers = checked_servicers(servicers, FieldChecks(catalog.RULES))
+        # The grpc.aio port first: the HTTP side says which port it got (port 0: any free one).
+        if settings.grpc_listener:
+            await self._start_grpc(servicers, telemetry, idempotency)
+        else:
+            await self.standard.serving(self.servicers)
+        if settings.server != "pyvoy" and self.grpc_port:
+            options = dataclasses.replace(options, grpc_port=self.grpc_port)
         # gRPC's health and reflection: the HTTP port serves them too (native gRPC reaches them
         # there), from the same servicers, so both ports report one status.
         standard = self.standard
@@ -133,10 +141,6 @@ class Portico:
             options,
             ready=self.readiness,
         )
-        if settings.grpc_listener:
-            await self._start_grpc(servicers, telemetry, idempotency)
-        else:
-            await standard.serving(self.servicers)
 
     async def _start_grpc(
         self, servicers: dict[str, object], telemetry: Telemetry, idempotency: StoredIdempotency
@@ -276,7 +280,7 @@ def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:
     served = {m.full_name: m for m in registry}
     for name in settings.rate_limits()[1]:
         if name not in served:
-            close = difflib.get_close_matches(name, served, 1, 0.8)
+            close = close_names(name, served, 1, 0.8)
             hint = f" (did you mean {served[close[0]].grpc_path.lstrip('/')}?)" if close else ""
             raise ConfigurationError(
                 f"PORTICO_RATE_LIMIT_METHODS: {name.rpartition('.')[0]}/"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.commands import _parser, settings_from
+from app.cli.commands import _parser
+from app.cli.flags import settings_from
 from app.server.serving import warn_unread_variables
 from app.settings.config import OTHER_VARIABLES, Settings, unread_variables, variable
 from app.settings.reference import MEANINGS
@@ -98,6 +99,30 @@ def test_the_settings_page_lists_every_setting_with_its_meaning():
     """Every setting has its row in the generated settings reference (kept in sync with the
     code by tests/test_codegen.py), with a meaning written for it."""
     page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "settings.md").read_text()
-    listed = set(re.findall(r"^\| `(PORTICO_[A-Z0-9_]+)` \|", page, flags=re.M))
+    table = page.split("<!-- settings-table:begin -->")[1].split("<!-- settings-table:end -->")[0]
+    listed = set(re.findall(r"^\| `(PORTICO_[A-Z0-9_]+)` \|", table, flags=re.M))
     assert listed == {variable(f.name) for f in dataclasses.fields(Settings)}
     assert set(MEANINGS) == {f.name for f in dataclasses.fields(Settings)}
+
+
+# Names in app/ that are no variable: the shape of a refusal, a misspelling shown as an example.
+NOT_VARIABLES = {"PORTICO_X", "PORTICO_HTTP_PROT"}
+
+
+def test_every_variable_any_command_reads_is_in_the_settings_reference():
+    """The node agent's, the client commands', an image build's, the suite's own: whatever
+    PORTICO_* name the code holds (a string, a help text) has its row on the settings page."""
+    root = Path(__file__).resolve().parents[1]
+    named = {
+        found
+        for path in (root / "app").rglob("*.py")
+        for found in re.findall(r"\bPORTICO_[A-Z0-9_]*[A-Z0-9]\b", path.read_text())
+    }
+    named |= {  # what the tests read from their environment
+        found
+        for path in (root / "tests").rglob("*.py")
+        for found in re.findall(r"environ(?:\.get\(|\[)\"(PORTICO_[A-Z0-9_]+)\"", path.read_text())
+    }
+    page = (root / "docs" / "reference" / "settings.md").read_text()
+    rows = set(re.findall(r"^\| `(PORTICO_[A-Z0-9_]+)` \|", page, flags=re.M))
+    assert named - NOT_VARIABLES - rows == set()

@@ -58,3 +58,21 @@ def test_the_readme_is_a_landing_page_that_links_into_the_site() -> None:
         assert page in linked, page
     for page in linked:
         assert (ROOT / "docs" / page).is_file(), page
+
+
+def test_the_development_page_says_how_to_build_the_site_as_the_tests_do() -> None:
+    page = (ROOT / "docs" / "development.md").read_text()
+    assert "mkdocs build --strict" in page
+    assert "mkdocs serve" in page
+
+
+def test_every_page_that_runs_grpcurl_says_where_it_comes_from() -> None:
+    """grpcurl is in no Debian package: a page that shows a grpcurl command says where to get it
+    (its releases, or go install) beside it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    using = [page for page in pages if "grpcurl -" in page.read_text()]
+    assert using  # the docs do show it
+    for page in using:
+        assert "go install github.com/fullstorydev/grpcurl/cmd/grpcurl@latest" in " ".join(
+            page.read_text().split()
+        ), page.relative_to(ROOT)

@@ -78,7 +78,9 @@ def test_the_edge_walkthrough_runs_as_written(tmp_path: Path):
         script.write_text(
             "set -eo pipefail\n" + block.replace("localhost:8080", f"localhost:{port}")
         )
-        ran = run_as_pasted(script, tmp_path, token, timeout=120)
+        # `portico token` goes to this server's gRPC port (a reader's is on the default, 50051).
+        grpc_port = str(served.grpc_port)
+        ran = run_as_pasted(script, tmp_path, token, timeout=120, PORTICO_GRPC_PORT=grpc_port)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     out = printed(ran.stdout)
 

@@ -34,6 +34,8 @@ def gateway_options(settings: Settings, **server_specific: Any) -> GatewayOption
         if settings.workers > 1 or settings.server == "pyvoy"
         else os.getpid(),
         client_certificate_header=settings.server == "pyvoy",
+        # Under pyvoy the HTTP port serves native gRPC (serve's and proxy's alike).
+        grpc_port=settings.http_port if settings.server == "pyvoy" else None,
         grpc_client_certificate_required=bool(settings.tls_client_ca),
         known_errors=store_errors,
         **server_specific,

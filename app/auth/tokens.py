@@ -34,6 +34,7 @@ MIN_SECRET_BYTES = 32
 MAX_TOKEN_BYTES = 4096
 LEEWAY_SECONDS = 30
 SECRET_FILE = "jwt-secret"
+_BAD_SIGNATURE = "Signature verification failed"
 _REQUIRED = ("exp", "iat", "nbf", "iss", "aud", "sub", "jti")
 # The password stamp's claim, and its length in bytes of digest (96 bits: no two hashes an
 # account will ever have share one).
@@ -166,8 +167,16 @@ class TokenIssuer:
                 },
             )
         except ExpiredSignatureError as exc:
-            raise InvalidToken(f"token is not valid: {exc}", "expired") from exc
+            # Said so that a user knows what to do (tokens last PORTICO_TOKEN_TTL_SECONDS,
+            # accepted LEEWAY_SECONDS past their expiry for clocks that differ).
+            raise InvalidToken("the token has expired; log in again", "expired") from exc
         except JWTError as exc:
+            if _BAD_SIGNATURE in str(exc):  # python-jose's words, wrapped in a JWTError
+                raise InvalidToken(
+                    "the token was not signed by this server (it is another server's, or this "
+                    "server's signing secret changed since); log in again",
+                    "invalid",
+                ) from exc
             raise InvalidToken(f"token is not valid: {exc}", "invalid") from exc
         current = time.time() if now is None else now
         try:

@@ -1,81 +1,76 @@
-"""``portico login`` and ``portico call``: a grpcurl-like client for people without grpcurl.
+"""``portico login``, ``token``, ``call``, ``list`` and ``describe``: a grpcurl-like client for
+people without grpcurl.
 
 ``login`` calls ``AuthService.Login`` and keeps the token, with the server's addresses, in a
-private file; ``call`` then sends any RPC as JSON over gRPC (the default) or REST with that token,
-printing each reply as it arrives. The methods are this package's own descriptors, so nothing is
-looked up on the server first.
+private file (:mod:`app.cli.saved_login`); ``call`` then sends any RPC as JSON over gRPC (the
+default) or REST with that token, printing each reply as it arrives; ``token`` prints a token for
+scripts. Portico's own methods are this package's descriptors, so nothing is looked up on the
+server first; any other (a server behind ``portico proxy``) is asked of the server's reflection,
+as ``list`` and ``describe`` are (:mod:`app.cli.reflect`).
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
+import functools
 import getpass
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from app.calls.close_names import close_names, did_you_mean
+from app.cli import reflect
 from app.cli.client_calls import (
     CallFailed,
     JsonObject,
     Metadata,
+    NotGrpc,
     RequestInvalid,
     call_grpc,
     call_rest,
 )
+from app.cli.saved_login import Server, expired_at, read_saved, save, server_for
 from app.gateway.registry import Method, Registry
 
 LOGIN = "services.auth.AuthService/Login"
 UNAUTHENTICATED = 16  # google.rpc.Code
-
-
-def defaults(environ: Mapping[str, str]) -> dict[str, str]:
-    """The server's addresses when neither a flag nor the login names them: this machine, on
-    the ports ``portico serve`` takes from ``PORTICO_GRPC_PORT`` and ``PORTICO_HTTP_PORT``
-    where this shell sets them (the quick start's server on other ports is found too); with
-    ``PORTICO_SERVER=pyvoy`` and no gRPC port, gRPC is on the HTTP port, as that server serves
-    it."""
-    http_port = _port(environ.get("PORTICO_HTTP_PORT"), 8080)
-    one_port = environ.get("PORTICO_SERVER") == "pyvoy" and "PORTICO_GRPC_PORT" not in environ
-    grpc_port = http_port if one_port else _port(environ.get("PORTICO_GRPC_PORT"), 50051)
-    return {
-        "transport": "grpc",
-        "grpc": f"127.0.0.1:{grpc_port}",
-        "rest": f"http://127.0.0.1:{http_port}",
-    }
-
-
-def _port(text: str | None, default: int) -> int:
-    # 0 (a free port, picked by the server) and what serve would refuse name no port to use.
-    port = int(text) if text is not None and text.strip().isdigit() else 0
-    return port if 0 < port < 65536 else default
-
-
-def login_file() -> Path:
-    """Where ``portico login`` keeps the token: ``$PORTICO_LOGIN_FILE``, else
-    ``$XDG_CONFIG_HOME/portico/login.json`` (``~/.config`` without it)."""
-    given = os.environ.get("PORTICO_LOGIN_FILE")
-    if given:
-        return Path(given)
-    config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(config) / "portico" / "login.json"
+DEADLINE_EXCEEDED = 4
 
 
 def add_client_commands(commands: Any) -> None:
-    """Add ``login`` and ``call`` to the ``portico`` sub-commands."""
+    """Add ``login``, ``token``, ``call``, ``list`` and ``describe`` to the sub-commands."""
     login = commands.add_parser(
         "login",
         help="log in to a running server and keep the token",
         description="Log in to a running server (AuthService.Login) and keep the token, with "
-        "the server's addresses, for `portico call`.",
+        "the server's addresses, for `portico call`. The addresses are the flags, else this "
+        "shell's PORTICO_* ports, else the defaults: never those of an earlier login, unless "
+        "--again.",
     )
-    login.add_argument("--username", "-u", required=True)
+    login.add_argument("--username", "-u", help="the account (with --again: the saved login's)")
+    login.add_argument(
+        "--again",
+        action="store_true",
+        help="log in again to the saved login's server, by default as the same user",
+    )
     login.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     _server_options(login)
     login.set_defaults(run=_login)
+
+    token = commands.add_parser(
+        "token",
+        help="print a token for scripts: TOKEN=$(portico token -u admin --password-stdin)",
+        description="With -u, log in and print the token (nothing is kept); without, print the "
+        "saved login's token. Fails with one line on stderr, printing nothing, when there is none.",
+    )
+    token.add_argument("--username", "-u", help="log in as this account (default: the saved login)")
+    token.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    _server_options(token)
+    token.set_defaults(run=_token)
 
     call = commands.add_parser(
         "call",
@@ -95,118 +90,225 @@ def add_client_commands(commands: Any) -> None:
     )
     call.add_argument("--token", help="bearer token (default: $PORTICO_TOKEN, else the login's)")
     call.add_argument("--compact", action="store_true", help="one line per reply")
+    call.add_argument(
+        "--timeout",
+        type=_seconds,
+        help="seconds the whole call may take, a stream's too (default: 30 for a unary reply, "
+        "none for a stream)",
+    )
     _server_options(call)
     call.set_defaults(run=_call)
 
-
-def _server_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--transport", choices=("grpc", "rest"), help="default: the login's, else grpc"
+    listing = commands.add_parser(
+        "list",
+        help="list the services the server serves, or a service's methods (server reflection)",
+        description="List the services the gRPC server serves, or the methods of SERVICE, as "
+        "its server reflection says (like `grpcurl list`).",
     )
+    listing.add_argument("service", nargs="?", help="package.Service whose methods to list")
+    _server_options(listing, grpc_only=True)
+    listing.set_defaults(run=_list)
+
+    describe = commands.add_parser(
+        "describe",
+        help="show a service, method, message, enum or field in .proto syntax (reflection)",
+        description="Show what SYMBOL (package.Service, package.Service.Method, package.Message, "
+        "...) is, in .proto syntax, as the server's reflection says (like `grpcurl describe`); "
+        "without SYMBOL, every service.",
+    )
+    describe.add_argument("symbol", nargs="?", help="a full name")
+    _server_options(describe, grpc_only=True)
+    describe.set_defaults(run=_describe)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86_400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 86400")
+    return seconds
+
+
+def _server_options(parser: argparse.ArgumentParser, grpc_only: bool = False) -> None:
+    if not grpc_only:
+        parser.add_argument(
+            "--transport", choices=("grpc", "rest"), help="default: the login's, else grpc"
+        )
     parser.add_argument(
         "--grpc",
         help="gRPC address host:port (default: the login's, else 127.0.0.1 on "
         "$PORTICO_GRPC_PORT, else on the HTTP port with PORTICO_SERVER=pyvoy, else "
         "127.0.0.1:50051)",
     )
-    parser.add_argument(
-        "--rest",
-        help="REST base URL (default: the login's, else http://127.0.0.1 on $PORTICO_HTTP_PORT, "
-        "else http://127.0.0.1:8080)",
-    )
+    if not grpc_only:
+        parser.add_argument(
+            "--rest",
+            help="REST base URL (default: the login's, else http://127.0.0.1 on "
+            "$PORTICO_HTTP_PORT, else http://127.0.0.1:8080)",
+        )
     parser.add_argument(
         "--cacert", help="PEM CA of the server's TLS certificate: gRPC uses TLS, https trusts it"
     )
 
 
 def _login(args: argparse.Namespace) -> None:
-    saved = _saved()
-    server = _server(args, saved)
-    password = _password(args.password_stdin)
-    [reply] = list(_invoke(server, LOGIN, [{"username": args.username, "password": password}], []))
-    path = login_file()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(descriptor, 0o600)  # also when an older file was readable by others
-    with os.fdopen(descriptor, "w") as out:
-        json.dump({**server, "token": reply["token"]}, out)
-    print(f"logged in as {args.username}; token kept in {path}")
+    saved = read_saved()
+    if args.again and not saved.get("token"):
+        raise SystemExit(
+            "portico: there is no saved login to log in again to; log in with "
+            "`portico login -u USERNAME`"
+        )
+    username = args.username or (saved.get("username", "") if args.again else "")
+    if not username:
+        raise SystemExit(
+            "portico: give the account to log in as: `portico login -u USERNAME`"
+            + (" (the saved login does not name one)" if args.again else "")
+        )
+    server = server_for(args, saved if args.again else {})
+    token = _log_in(server, username, _password(args.password_stdin))
+    path = save(server, username, token)
+    print(f"logged in as {username}; token kept in {path}")
+
+
+def _token(args: argparse.Namespace) -> None:
+    if args.username:
+        server = server_for(args, {})
+        print(_log_in(server, args.username, _password(args.password_stdin)))
+        return
+    saved = read_saved()
+    token = saved.get("token", "")
+    if not token:
+        raise SystemExit(
+            "portico: there is no saved login: log in with `portico login -u USERNAME`, or get "
+            "a token with `portico token -u USERNAME`"
+        )
+    expired = expired_at(token)
+    if expired is not None:
+        raise SystemExit(f"portico: the saved login's token {_expiry(expired)}; {_again(saved)}")
+    print(token)
+
+
+def _expiry(expired: float) -> str:
+    return "expired at " + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expired))
+
+
+def _again(saved: dict[str, str]) -> str:
+    return "log in again with `portico login --again`" + (
+        f" (as {saved['username']}, to {_where(saved)})" if saved.get("username") else ""
+    )
+
+
+def _where(saved: dict[str, str]) -> str:
+    return saved.get("rest", "") if saved.get("transport") == "rest" else saved.get("grpc", "")
+
+
+def _log_in(server: Server, username: str, password: str) -> str:
+    """A token of ``username``; the command ends with the server's one sentence if refused."""
+    try:
+        [reply] = list(_replies(server, _method(LOGIN, server), [_credentials(username, password)]))
+    except CallFailed as exc:
+        raise SystemExit(f"portico: login refused: {exc.status.get('message', '')}") from None
+    token: str = reply["token"]
+    return token
+
+
+def _credentials(username: str, password: str) -> JsonObject:
+    return {"username": username, "password": password}
 
 
 def _call(args: argparse.Namespace) -> None:
-    saved = _saved()
-    server = _server(args, saved)
-    token = args.token or os.environ.get("PORTICO_TOKEN") or saved.get("token", "")
+    saved = read_saved()
+    server = server_for(args, saved)
+    token, source = _token_to_send(args, saved)
     metadata = [_header(h) for h in args.header]
     if token and not any(k == "authorization" for k, _ in metadata):
         metadata.append(("authorization", f"Bearer {token}"))
-    method = _method(args.method)
+    elif any(k == "authorization" for k, _ in metadata):
+        source = "the authorization header given"
+    method = _method(args.method, server)
     requests = _requests(sys.stdin if args.data == "@" else [args.data])
     if not method.client_streaming:
         requests = iter([_one(requests, method)])
     try:
-        for reply in _invoke(server, method, requests, metadata):
+        for reply in _replies(server, method, requests, metadata, args.timeout):
             print(json.dumps(reply, indent=None if args.compact else 2), flush=True)
+    except CallFailed as exc:
+        raise SystemExit(_refused(exc.status, source, saved, args.timeout) or 1) from None
     except KeyboardInterrupt:  # how a follow stream ends: no traceback
         raise SystemExit(130) from None
     except BrokenPipeError:  # `portico call ... | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _invoke(
-    server: dict[str, str], method: Method | str, requests: Iterable[JsonObject], metadata: Metadata
+def _token_to_send(args: argparse.Namespace, saved: dict[str, str]) -> tuple[str, str]:
+    """The bearer token and where it came from (for a refusal to say so)."""
+    if args.token:
+        return args.token, "--token"
+    if os.environ.get("PORTICO_TOKEN"):
+        return os.environ["PORTICO_TOKEN"], "PORTICO_TOKEN"
+    return saved.get("token", ""), "login" if saved.get("token") else ""
+
+
+def _refused(status: JsonObject, source: str, saved: dict[str, str], timeout: float | None) -> str:
+    """What the command ends with when the server answered an error: the Status on stderr,
+    then, where there is one, the sentence that says what to do."""
+    print(json.dumps(status, indent=2), file=sys.stderr)
+    code = status.get("code")
+    message = str(status.get("message", "")).removesuffix("; log in again")  # said below
+    if code == DEADLINE_EXCEEDED and timeout is not None:
+        return f"portico: no complete answer within {timeout:g} s (--timeout)"
+    if code != UNAUTHENTICATED:
+        return ""
+    if not source:
+        return (
+            "portico: this call needs a token: run `portico login -u USERNAME` first, "
+            "or give one with --token or PORTICO_TOKEN"
+        )
+    if source == "login":
+        return f"portico: the saved login's token was refused ({message}); {_again(saved)}"
+    return (
+        f"portico: the token of {source} was refused ({message}); get a new one with "
+        "`portico token -u USERNAME`"
+    )
+
+
+def _replies(
+    server: Server,
+    method: Method,
+    requests: Iterable[JsonObject],
+    metadata: Metadata | None = None,
+    timeout: float | None = None,
 ) -> Iterator[JsonObject]:
-    """The replies, or the command ends: the Status on stderr and exit status 1."""
-    found = _method(method) if isinstance(method, str) else method
-    cacert = server.get("cacert") or None
+    """The replies; CallFailed when the server answers an error, else the command ends with
+    one line saying why no call was made."""
+    cacert = server.cacert or None
+    metadata = metadata or []
     try:
-        if server["transport"] == "rest":
-            yield from call_rest(server["rest"], found, requests, metadata, cacert)
+        if server.transport == "rest":
+            yield from call_rest(server.rest, method, requests, metadata, cacert, timeout)
         else:
             roots = Path(cacert).read_bytes() if cacert else None
-            yield from call_grpc(server["grpc"], found, requests, metadata, roots)
-    except CallFailed as exc:
-        print(json.dumps(exc.status, indent=2), file=sys.stderr)
-        if exc.status.get("code") == UNAUTHENTICATED and not _sends_token(metadata):
-            raise SystemExit(
-                "portico: this call needs a token: run `portico login -u USERNAME` first, "
-                "or give one with --token or PORTICO_TOKEN"
-            ) from None
-        raise SystemExit(1) from None
+            yield from call_grpc(server.grpc, method, requests, metadata, roots, timeout)
     except RequestInvalid as exc:
         raise SystemExit(f"portico: {exc}") from None
     except OSError as exc:
-        raise SystemExit(f"portico: cannot reach the server ({exc})") from None
+        raise SystemExit(_unreachable(exc, server)) from None
 
 
-def _sends_token(metadata: Metadata) -> bool:
-    return any(key == "authorization" for key, _ in metadata)
+def _unreachable(exc: OSError, server: Server) -> str:
+    if isinstance(exc, NotGrpc):
+        whence = " (the saved login's gRPC address)" if "grpc" in server.from_login else ""
+        return (
+            f"portico: {exc.target}{whence} speaks HTTP/1.1 only, not gRPC: it is a REST port; "
+            "give the gRPC port with --grpc HOST:PORT (`portico serve` under uvicorn serves "
+            "gRPC on 50051 unless told otherwise), or call over REST with --transport rest"
+        )
+    return f"portico: cannot reach the server ({exc})"
 
 
-def _saved() -> dict[str, str]:
-    path = login_file()
-    try:
-        saved = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"portico: cannot read {path} ({exc}); log in again") from None
-    return {k: v for k, v in saved.items() if isinstance(v, str)}
-
-
-def _server(args: argparse.Namespace, saved: dict[str, str]) -> dict[str, str]:
-    """The transport and addresses: flags, else the login's, else the defaults."""
-    server = {
-        key: getattr(args, key) or saved.get(key) or default
-        for key, default in defaults(os.environ).items()
-    }
-    server["cacert"] = args.cacert or saved.get("cacert", "")
-    if server["cacert"]:
-        server["cacert"] = str(Path(server["cacert"]).resolve())
-    return server
-
-
-def _method(name: str) -> Method:
+def _method(name: str, server: Server | None = None) -> Method:
     service, slash, method = name.strip("/").rpartition("/")
     if not slash:
         service, _, method = name.rpartition(".")
@@ -219,19 +321,56 @@ def _method(name: str) -> Method:
     siblings = [m.name for m in methods if m.service == service]
     if siblings:
         said = f"portico: {service} has no method {method!r}"
-        close = difflib.get_close_matches(method, siblings, n=3, cutoff=0.6)
-        return _suggest(said, [f"{service}/{name}" for name in close])
-    said = f"portico: no service {service!r}"
+        close = close_names(method, siblings)
+        raise SystemExit(said + did_you_mean([f"{service}/{name}" for name in close]))
     services = sorted({m.service for m in methods})
-    close = difflib.get_close_matches(service, services, n=3, cutoff=0.6)
+    close = close_names(service, services)
+    if not close and server is not None and server.transport == "grpc":
+        # Not one of Portico's own, nor a slip of one: a server behind `portico proxy`, say,
+        # tells what it serves.
+        reflection = _reflected(server)
+        try:
+            found: Method = reflect.asking(reflection, lambda: reflection.method(service, method))
+        except reflect.NotFound as exc:
+            raise SystemExit(f"portico: {exc}") from None
+        return found
+    said = f"portico: no service {service!r}"
     named = {m.service for m in methods if m.name == method}
-    return _suggest(said, [f"{s}/{method}" if s in named else s for s in close])
+    raise SystemExit(said + did_you_mean([f"{s}/{method}" if s in named else s for s in close]))
 
 
-def _suggest(said: str, close: list[str]) -> Any:
-    if close:
-        said += "; did you mean " + " or ".join(close) + "?"
-    raise SystemExit(said)
+def _reflected(server: Server) -> reflect.Reflected:
+    roots = Path(server.cacert).read_bytes() if server.cacert else None
+    try:
+        return reflect.reflected(server.grpc, roots)
+    except CallFailed as exc:
+        raise SystemExit(f"portico: server reflection failed: {exc}") from None
+    except OSError as exc:
+        raise SystemExit(_unreachable(exc, server)) from None
+
+
+def _list(args: argparse.Namespace) -> None:
+    server = server_for(args, read_saved())
+    reflection = _reflected(server)
+    try:
+        names = reflect.asking(reflection, lambda: reflect.listed(reflection, args.service))
+    except reflect.NotFound as exc:
+        raise SystemExit(f"portico: {exc}") from None
+    print("\n".join(names))
+
+
+def _describe(args: argparse.Namespace) -> None:
+    server = server_for(args, read_saved())
+    reflection = _reflected(server)
+    symbols = [args.symbol] if args.symbol else reflection.services
+    try:
+        texts = [
+            reflect.asking(reflection, functools.partial(reflect.described, reflection, symbol))
+            for symbol in symbols
+        ]
+    except reflect.NotFound as exc:
+        raise SystemExit(f"portico: {exc}") from None
+    print("\n\n".join(texts))
 
 
 def _requests(chunks: Iterable[str]) -> Iterator[JsonObject]:

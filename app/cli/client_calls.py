@@ -12,9 +12,9 @@ nothing the server does not.
 
 from __future__ import annotations
 
-import difflib
 import http.client
 import json
+import math
 import re
 import ssl
 import urllib.parse
@@ -26,6 +26,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2  # noqa: F401  (Status details decode by type URL)
 from grpc_status import rpc_status
 
+from app.calls.close_names import close_names, did_you_mean
 from app.gateway.registry import Method
 
 JsonObject = dict[str, Any]
@@ -43,6 +44,14 @@ class CallFailed(Exception):
 
 class RequestInvalid(ValueError):
     """A request the method's message cannot hold (says which field), refused before sending."""
+
+
+class NotGrpc(ConnectionError):
+    """The address answers HTTP/1.1 only: a REST port (uvicorn's), not a gRPC one."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(f"{target} speaks HTTP/1.1 only, not gRPC")
+        self.target = target
 
 
 # json_format's words for a name the message does not have.
@@ -69,11 +78,10 @@ def _no_such_field(message: Any, type_name: str, field: str, where: str) -> str:
     except KeyError:
         return f'{type_name} has no field named "{field}"'
     names = sorted({name for f in found.fields for name in (f.name, f.json_name)})
-    close = difflib.get_close_matches(field, names, n=1)
+    close = close_names(field, names, n=1)
     place = where.split(".", 1)[1] if "." in where else ""
     said = f'no field "{field}" in {found.name}' + (f" (at {place})" if place else "")
-    if close:
-        said += f'; did you mean "{close[0]}"?'
+    said += did_you_mean(close, lambda name: f'"{name}"')
     fields = ", ".join(f.name for f in found.fields)
     return said + (f" Its fields: {fields}" if fields else " It has no fields")
 
@@ -88,20 +96,24 @@ def to_json(message: Any) -> JsonObject:
 # -- gRPC ---------------------------------------------------------------------------------------
 
 
+def grpc_channel(target: str, root_certificates: bytes | None = None) -> grpc.Channel:
+    """A channel to ``target`` (``host:port``); TLS when given the server's CA certificates."""
+    if root_certificates is None:
+        return grpc.insecure_channel(target)
+    return grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates))
+
+
 def call_grpc(
     target: str,
     method: Method,
     requests: Iterable[JsonObject],
     metadata: Metadata,
     root_certificates: bytes | None = None,
+    timeout: float | None = None,
 ) -> Iterator[JsonObject]:
-    """Call ``method`` on the gRPC server at ``target`` (``host:port``); TLS when given the
-    server's CA certificates."""
-    if root_certificates is None:
-        channel = grpc.insecure_channel(target)
-    else:
-        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates))
-    with channel:
+    """Call ``method`` on the gRPC server at ``target``; ``timeout`` seconds for the whole call
+    (default: 30 s for a unary reply, none for a stream)."""
+    with grpc_channel(target, root_certificates) as channel:
         kinds = {
             "unary": channel.unary_unary,
             "server_streaming": channel.unary_stream,
@@ -117,19 +129,35 @@ def call_grpc(
         argument: Any = messages if method.client_streaming else next(iter(messages))
         try:
             if method.server_streaming:
-                for reply in stub(argument, metadata=metadata):
+                for reply in stub(argument, metadata=metadata, timeout=timeout):
                     yield to_json(reply)
             else:
-                yield to_json(stub(argument, metadata=metadata, timeout=TIMEOUT_SECONDS))
+                deadline = TIMEOUT_SECONDS if timeout is None else timeout
+                yield to_json(stub(argument, metadata=metadata, timeout=deadline))
         except grpc.RpcError as exc:
-            if _unreachable(exc):
-                raise ConnectionError(f"{target}: {_last_error(exc)}") from None
-            raise CallFailed(_grpc_status(exc)) from None
+            raise unreachable_or_failed(exc, target) from None
+
+
+def unreachable_or_failed(error: grpc.RpcError, target: str) -> Exception:
+    """What a failed call says: the server was not reached (ConnectionError, NotGrpc) or it
+    answered with an error (CallFailed)."""
+    if _not_grpc(error):
+        return NotGrpc(target)
+    if _unreachable(error):
+        return ConnectionError(f"{target}: {_last_error(error)}")
+    return CallFailed(_grpc_status(error))
 
 
 def _serialize(message: Any) -> bytes:
     data: bytes = message.SerializeToString()
     return data
+
+
+def _not_grpc(error: grpc.RpcError) -> bool:
+    # grpc-core's words when the first frame is not HTTP/2's SETTINGS: "Failed parsing HTTP/2
+    # (Expected SETTINGS frame ...) (Trying to connect an http1.x server (HTTP status 400))".
+    details = error.details() or ""
+    return error.code() is grpc.StatusCode.UNAVAILABLE and "http1.x server" in details
 
 
 def _unreachable(error: grpc.RpcError) -> bool:
@@ -164,8 +192,10 @@ def call_rest(
     requests: Iterable[JsonObject],
     headers: Metadata,
     cafile: str | None = None,
+    timeout: float | None = None,
 ) -> Iterator[JsonObject]:
-    """Call ``method`` on its canonical route under ``base_url`` (``http(s)://host:port[/prefix]``)."""
+    """Call ``method`` on its canonical route under ``base_url`` (``http(s)://host:port[/prefix]``);
+    ``timeout`` seconds for the whole call, as the server's deadline (``grpc-timeout``)."""
     url = urllib.parse.urlsplit(base_url)
     if url.scheme not in ("http", "https") or not url.hostname:
         raise RequestInvalid(f"{base_url!r} is not an http:// or https:// URL")
@@ -175,14 +205,14 @@ def call_rest(
     else:
         body = json.dumps(to_json(to_message(method, next(iter(requests)))))
         content_type = "application/json"
-    connection = _connection(url, cafile, follow=method.server_streaming)
+    connection = _connection(url, cafile, follow=method.server_streaming, timeout=timeout)
+    sent = {**dict(headers), "content-type": content_type}
+    if timeout is not None:
+        sent["grpc-timeout"] = f"{max(1, math.ceil(timeout * 1000))}m"
     try:
         try:
             connection.request(
-                "POST",
-                url.path.rstrip("/") + method.grpc_path,
-                body=body.encode(),
-                headers={**dict(headers), "content-type": content_type},
+                "POST", url.path.rstrip("/") + method.grpc_path, body=body.encode(), headers=sent
             )
             response = connection.getresponse()
         except ConnectionError as exc:  # said as the gRPC side says it
@@ -204,10 +234,14 @@ def call_rest(
 
 
 def _connection(
-    url: urllib.parse.SplitResult, cafile: str | None, *, follow: bool
+    url: urllib.parse.SplitResult, cafile: str | None, *, follow: bool, timeout: float | None
 ) -> http.client.HTTPConnection:
-    # A stream may stay quiet for as long as nothing happens; a unary reply may not.
-    timeout = None if follow else TIMEOUT_SECONDS
+    # A stream may stay quiet for as long as nothing happens; a unary reply may not. With a
+    # deadline the server ends the call then: the socket waits a little longer for its answer.
+    if timeout is not None:
+        timeout += 5.0
+    elif not follow:
+        timeout = TIMEOUT_SECONDS
     host = url.hostname or ""
     if url.scheme == "https":
         context = ssl.create_default_context(cafile=cafile)

@@ -18,7 +18,7 @@ from google.protobuf import descriptor_pb2
 
 from app.catalog import portico_openapi
 from app.gateway.registry import Registry
-from app.settings.reference import settings_table
+from app.settings.reference import other_variables_table, settings_table
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOS = ROOT / "protos"
@@ -183,7 +183,9 @@ def generated_pages(registry: Registry | None = None) -> dict[Path, str]:
     return {
         RPC_PAGE: page_with_section(RPC_PAGE.read_text(), "rpc-table", rpc_table(registry)),
         SETTINGS_PAGE: page_with_section(
-            SETTINGS_PAGE.read_text(), "settings-table", settings_table()
+            page_with_section(SETTINGS_PAGE.read_text(), "settings-table", settings_table()),
+            "other-variables-table",
+            other_variables_table(),
         ),
     }
 

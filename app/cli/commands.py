@@ -7,25 +7,15 @@ flag given on the command line wins over the environment.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import dataclasses
-import getpass
-import logging
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.auth import accounts
-from app.auth.accounts import AccountError
-from app.auth.passwords import PasswordHasher
 from app.calls.callers import Role
-from app.observe.logs import audit_to_file, configure_logging
-from app.settings.config import ConfigurationError, Settings, grpc_port_given
-from app.store import Account, ObjectStore, StoreError, make_private_folder
+from app.cli.flags import naming_flags, remember_flags, settings_or_exit
+from app.settings.config import Settings
 
-AUDIT_LOG = "audit.log"  # in the data folder: what `portico users` changed, and who
 DESCRIPTION = "Portico: five control-plane gRPC APIs, served over gRPC and REST/JSON."
 SERVE_EPILOG = (
     "Every setting also has a PORTICO_* environment variable (docs/reference/settings.md); a "
@@ -84,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         help=_setting("fill every service with a small world", "demo"),
     )
     serve.set_defaults(run=_serve)
+    remember_flags(serve)
 
     _add_proxy_command(commands)
 
@@ -226,6 +217,7 @@ def _add_proxy_command(commands: Any) -> None:
         ),
     )
     proxy.set_defaults(run=_proxy)
+    remember_flags(proxy)
 
 
 def _proxy(args: argparse.Namespace) -> None:
@@ -233,7 +225,8 @@ def _proxy(args: argparse.Namespace) -> None:
 
     if args.upstreams is not None:
         args.upstreams = tuple(args.upstreams)
-    proxy(_settings(args))
+    settings = settings_or_exit(args)
+    naming_flags(args, lambda: proxy(settings))
 
 
 # codegen needs the development extra (grpcio-tools): imported only when asked for.
@@ -249,55 +242,17 @@ def _openapi(args: argparse.Namespace) -> None:
     codegen.write_openapi(codegen.OPENAPI if args.path is None else Path(args.path))
 
 
-def settings_from(args: argparse.Namespace, base: Settings) -> Settings:
-    """``base`` with every flag that was given on the command line applied."""
-    names = {f.name for f in dataclasses.fields(Settings)}
-    given = {k: v for k, v in vars(args).items() if k in names and v is not None}
-    return dataclasses.replace(base, **grpc_port_given({"grpc_server": base.grpc_server, **given}))
-
-
-def _settings(args: argparse.Namespace) -> Settings:
-    try:
-        return settings_from(args, Settings.from_env())
-    except ConfigurationError as exc:
-        raise SystemExit(f"portico: {exc}") from None
-
-
 def _serve(args: argparse.Namespace) -> None:
     from app.server.serving import serve
 
-    serve(_settings(args))
+    settings = settings_or_exit(args)
+    naming_flags(args, lambda: serve(settings))
 
 
 def _backup(args: argparse.Namespace) -> None:
     from app.cli import backup
 
-    backup.run(_settings(args), args.file)
-
-
-def _read_password(args: argparse.Namespace) -> str:
-    """The password from stdin (``--password-stdin``), else asked twice on the terminal."""
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
-        if not password:
-            raise SystemExit("portico: no password given: stdin was empty (--password-stdin)")
-        return password
-    if not sys.stdin.isatty():
-        # Reading a pipe nobody asked us to read would take whatever it holds, or nothing.
-        raise SystemExit(
-            "portico: no password given: there is no terminal to ask for it on. Pipe it in "
-            f"with --password-stdin, e.g. printf '%s\\n' \"$PASSWORD\" | portico users "
-            f"{args.action} {args.name}{_role_flag(args)} --password-stdin"
-        )
-    first = getpass.getpass("Password: ")
-    if getpass.getpass("Again: ") != first:
-        raise SystemExit("portico: the passwords differ")
-    return first
-
-
-def _role_flag(args: argparse.Namespace) -> str:
-    role = getattr(args, "role", None)
-    return f" --role {role}" if role else ""
+    backup.run(settings_or_exit(args), args.file)
 
 
 def _organisation(name: str) -> str:
@@ -311,59 +266,11 @@ def _organisation(name: str) -> str:
 
 
 def _users(args: argparse.Namespace) -> None:
-    settings = _settings(args)
-    if not logging.getLogger().handlers:  # not when embedded: a host's logging stays its own
-        # Warnings go to stderr; the audit line of each change to DATA_DIR/audit.log, so that
-        # the command prints its result alone.
-        configure_logging(settings.log_format, logging.WARNING)
-        make_private_folder(settings.data_dir)
-        audit_to_file(settings.data_dir / AUDIT_LOG, settings.log_format)
-    password = ""
-    if args.action in {"add", "set-password"}:
-        password = _read_password(args)
-    try:
-        asyncio.run(_users_action(settings, args, password))
-    except (AccountError, StoreError) as exc:
-        raise SystemExit(f"portico: {exc}") from None
+    # The store and the accounts' code, imported for this command alone: the client commands
+    # (login, call, token, ready) start without them.
+    from app.cli.users import users
 
-
-async def _users_action(settings: Settings, args: argparse.Namespace, password: str) -> None:
-    make_private_folder(settings.data_dir)
-    store = await asyncio.to_thread(ObjectStore.open, settings.effective_database_url)
-    hasher = PasswordHasher(cost=settings.password_hash_cost)
-    async with store:
-        if args.action == "add":
-            account = await accounts.add_account(
-                store,
-                hasher,
-                args.name,
-                args.role,
-                password,
-                developer=args.developer or "",
-                operator=args.operator or "",
-            )
-            print(f"added {account.username} ({account.role}{_binding(account)})")
-        elif args.action == "list":
-            print("USERNAME\tROLE\tSTATE\tTENANT")
-            for account in await store.accounts.list():
-                state = "enabled" if account.enabled else "disabled"
-                binding = _binding(account, sep="\t")
-                print(f"{account.username}\t{account.role}\t{state}{binding}")
-        elif args.action == "set-password":
-            await accounts.set_password(store, hasher, args.name, password)
-            print(f"password of {args.name} changed")
-        else:
-            enabled = args.action == "enable"
-            await accounts.set_enabled(store, args.name, enabled)
-            print(f"{args.name} {'enabled' if enabled else 'disabled'}")
-
-
-def _binding(account: Account, sep: str = ", ") -> str:
-    """``, developer AcmeApps`` for an account bound to an edge organisation, else ``""``."""
-    for what in ("developer", "operator"):
-        if getattr(account, what):
-            return f"{sep}{what} {getattr(account, what)}"
-    return ""
+    users(args)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -52,7 +52,8 @@ class RpcDispatcher:
         try:
             match = self.stages.routes.match(scope["method"], http_io.raw_path(scope))
         except NoRoute:
-            await self._refuse(send, not_found(scope["path"]), request_id)
+            close = self.stages.routes.close_routes(scope["method"], http_io.raw_path(scope))
+            await self._refuse(send, not_found(scope["path"], close), request_id)
             return
         except MethodNotAllowed as exc:
             error = method_not_allowed(scope["method"], scope["path"], exc.allow)

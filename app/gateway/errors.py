@@ -23,6 +23,7 @@ import grpc
 from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
+from app.calls.close_names import did_you_mean
 from app.settings import limits
 
 # The canonical mapping (google/rpc/code.proto, grpc-gateway): the one table both directions use.
@@ -134,9 +135,9 @@ class HttpRefusal(GatewayError):
     """A request refused by HTTP rules before it reached any RPC."""
 
 
-def not_found(path: str) -> HttpRefusal:
-    """No route for the path: 404."""
-    return HttpRefusal(grpc.StatusCode.NOT_FOUND, f"no route for {path}")
+def not_found(path: str, close: Sequence[str] = ()) -> HttpRefusal:
+    """No route for the path: 404, with the served paths it is close to."""
+    return HttpRefusal(grpc.StatusCode.NOT_FOUND, f"no route for {path}{did_you_mean(close)}")
 
 
 def method_not_allowed(method: str, path: str, allow: Iterable[str]) -> HttpRefusal:

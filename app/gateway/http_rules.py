@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 from google.protobuf import descriptor
 
+from app.gateway import route_suggestions
 from app.gateway.codec.text_fields import FieldPath, resolve_field_path
 from app.gateway.registry import HttpBinding, Method
 
@@ -209,6 +210,7 @@ class RouteTable:
         # Templates without variables, by (method, path): most requests end here in one lookup.
         self._literal: dict[tuple[str, str], RouteMatch] = {}
         self.plans: list[BindingPlan] = []
+        self._services: dict[str, list[str]] | None = None  # for suggestions, made when asked
         for plan in plans:
             self.add(plan)
 
@@ -274,6 +276,23 @@ class RouteTable:
         if allow:
             raise MethodNotAllowed(frozenset(allow))
         raise NoRoute(raw_path)
+
+    def close_routes(self, http_method: str, raw_path: str, limit: int = 3) -> list[str]:
+        """Served paths close to ``raw_path``, which no route serves: ``/api/v1/cluster/list``
+        for ``/api/v1/clustr/list``, with the HTTP method in front where the request's is not
+        one the path takes. Only for a 404's message: bounded work (route_suggestions)."""
+        if self._services is None:
+            self._services = route_suggestions.services_of(self._canonical)
+        paths = route_suggestions.close_template_paths(self._root, raw_path, limit)
+        paths += route_suggestions.close_canonical_paths(self._services, raw_path, limit)
+        said = []
+        for path in paths[:limit]:
+            methods = self.methods_for_path(path)
+            if http_method in methods or not methods:
+                said.append(path)
+            else:
+                said.append(" or ".join(f"{m} {path}" for m in methods))
+        return said
 
     def methods_for_path(self, raw_path: str) -> dict[str, BindingPlan]:
         """HTTP method → plan for every binding whose template matches (for WebSocket upgrades)."""

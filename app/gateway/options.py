@@ -83,6 +83,10 @@ class GatewayOptions:
     # With a client CA: native gRPC calls must present a certificate it signed, as on the
     # grpc.aio port (HTTP clients, browsers among them, need none).
     grpc_client_certificate_required: bool = False
+    # The port on this host where native gRPC is served (the HTTP port under pyvoy, the grpc.aio
+    # port under uvicorn), said in a header of /openapi.json for the dashboard's "Copy as
+    # grpcurl"; None where nothing serves it (the proxy under uvicorn).
+    grpc_port: int | None = None
     # Served at /openapi.json; None: derived from the registry (public when nothing authenticates).
     openapi: Mapping[str, Any] | None = None
     # Serialized FileDescriptorSets (concatenated) whose copies of the served files, with their

@@ -46,6 +46,8 @@ from app.observe.metrics import exposition
 HEALTH_PATHS = ("/healthz", "/readyz")
 # On /readyz: the id of the process serving (see GatewayOptions.server_pid, `portico ready`).
 SERVER_PID_HEADER = "Portico-Server-Pid"
+# On /openapi.json: the port of this host that serves native gRPC (GatewayOptions.grpc_port).
+GRPC_PORT_HEADER = "Portico-Grpc-Port"
 OPENAPI_PATHS = ("/openapi.json",)
 # What browser clients of the RPC protocols must be able to read from a cross-origin answer.
 EXPOSED_HEADERS = (
@@ -218,8 +220,10 @@ def _add_openapi_routes(app: FastAPI, registry: Registry, options: GatewayOption
             )
         return dump_json(document)
 
+    where = {} if options.grpc_port is None else {GRPC_PORT_HEADER: str(options.grpc_port)}
+
     async def openapi_json(request: Request) -> Response:
-        return Response(payload(), media_type="application/json")
+        return Response(payload(), media_type="application/json", headers=where)
 
     app.add_route(OPENAPI_PATHS[0], openapi_json, methods=["GET", "HEAD"], include_in_schema=False)
 

@@ -319,7 +319,9 @@ class Proxy:
 
     async def ready(self) -> Readiness:
         """``/readyz``: ready unless shutting down, and only once the auth store answers and
-        every upstream has given its descriptors and accepts a connection now."""
+        every upstream has given its descriptors and accepts a connection now. One that gave
+        them and no longer answers is said by name: the proxy is not starting, its upstream is
+        gone."""
         if self.shutting_down:
             return Readiness(False, {"status": "shutting down"})
         trouble = "" if self.store is None else await store_trouble(self.store)
@@ -334,7 +336,9 @@ class Proxy:
                     await upstream.channel.channel_ready()
             except TimeoutError:
                 log.warning("not ready: upstream %s does not answer", upstream.target)
-                return Readiness(False, waiting)
+                return Readiness(
+                    False, {"status": "upstream unavailable", "upstream": upstream.target}
+                )
         return Readiness(True)
 
     def begin_shutdown(self) -> None:

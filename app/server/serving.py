@@ -27,6 +27,7 @@ from app.observe import tracing
 from app.observe.exposition import serve_metrics
 from app.observe.logs import configure_logging
 from app.observe.metrics import MULTIPROCESS_ENV
+from app.server.data_lock import data_folder_held
 from app.server.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
 from app.server.tls import check_tls_files, uvicorn_tls
 from app.settings.config import ConfigurationError, Settings, unread_variables
@@ -239,7 +240,7 @@ def serve(settings: Settings) -> None:
     warn_unread_variables()
     try:
         check_tls_files(settings)
-        with claimed_ports(settings):
+        with data_folder_held(settings.data_dir), claimed_ports(settings):
             if settings.server == "pyvoy":
                 serve_on_pyvoy(settings)
                 return

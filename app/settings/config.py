@@ -9,13 +9,13 @@ and what it may be.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from app.calls.close_names import close_names
 from app.settings import limits
 from app.settings.setting_rules import (
     MAX_RATE,
@@ -301,7 +301,7 @@ def unread_variables(environ: Mapping[str, str]) -> list[str]:
         ):
             continue
         # Compared without the prefix they all share, which would make anything look close.
-        close = difflib.get_close_matches(name.removeprefix("PORTICO_"), settings, 1, 0.8)
+        close = close_names(name.removeprefix("PORTICO_"), settings, 1, 0.8)
         hint = f" (did you mean PORTICO_{close[0]}?)" if close else ""
         warnings.append(f"{name} is not a setting and is ignored{hint}")
     return warnings

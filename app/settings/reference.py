@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from app.settings.config import Settings, variable
+from app.settings.config import OTHER_VARIABLES, Settings, variable
 from app.settings.setting_rules import allowed
 
 # What each setting does, by field name.
@@ -214,6 +214,82 @@ EMPTY_MEANS = {
     "admin_password": "random, printed once",
     "jwt_secret": "generated once, kept in the data folder (mode 0600)",
 }
+
+
+# The PORTICO_* variables that are no setting of serve or proxy: who reads each, and what for.
+OTHER_MEANINGS: dict[str, tuple[str, str]] = {
+    "PORTICO_LOGIN_FILE": (
+        "`portico login`, `token`, `call`, `list`, `describe`",
+        "the file where `portico login` keeps the token and the server's addresses (default: "
+        "`$XDG_CONFIG_HOME/portico/login.json`, without it `~/.config/portico/login.json`)",
+    ),
+    "PORTICO_TOKEN": (
+        "`portico call`, `list`, `describe`",
+        "a bearer token to send instead of the login's (`--token` wins over it)",
+    ),
+    "PORTICO_NODE_SERVER": (
+        "`portico node-agent`",
+        "`--server`: the scheduler's gRPC address `host:port` (default `127.0.0.1:50051`)",
+    ),
+    "PORTICO_NODE_USERNAME": ("`portico node-agent`", "`--username`: a `node` account"),
+    "PORTICO_NODE_PASSWORD": (
+        "`portico node-agent`",
+        "`--password`: its password (prefer the variable: a flag shows in `ps`)",
+    ),
+    "PORTICO_NODE_CERT_DIR": (
+        "`portico node-agent`",
+        "`--cert-dir`: the folder of the node's `<name>.crt`/`<name>.key`, created with mode "
+        "0700 (default: `node-certs` in `PORTICO_DATA_DIR`, `./data` without it)",
+    ),
+    "PORTICO_NODE_TLS_CA": (
+        "`portico node-agent`",
+        "`--tls-ca`: PEM CA of the server's certificate: the agent connects with TLS",
+    ),
+    "PORTICO_NODE_TLS_CERT": (
+        "`portico node-agent`",
+        "`--tls-cert`: PEM client certificate the server's client CA signed",
+    ),
+    "PORTICO_NODE_TLS_KEY": ("`portico node-agent`", "`--tls-key`: the PEM key of `--tls-cert`"),
+    "PORTICO_GIT_COMMIT": (
+        "`portico serve` (an image build sets it)",
+        "the commit `GetVersionInformation` reports where the source has no `.git`",
+    ),
+    "PORTICO_GIT_TREE_STATE": (
+        "`portico serve` (an image build sets it)",
+        "`clean` or `dirty`, reported with the commit",
+    ),
+    "PORTICO_BUILD_DATE": (
+        "`portico serve` (an image build sets it)",
+        "the build date reported (default: when the package files were written)",
+    ),
+    "PORTICO_SUPERVISOR": (
+        "the Envoy workers of `--server pyvoy`",
+        "set by `serve` for the processes it starts (its socket); never set it yourself",
+    ),
+    "PORTICO_TEST_DATABASE_URL": (
+        "the test suite",
+        "a PostgreSQL URL: the tests that need PostgreSQL run against it (else they skip)",
+    ),
+    "PORTICO_SHARED_DIR": (
+        "the test suite",
+        "a folder of the original systems' documents to compare `tests/data/original` with",
+    ),
+    "PORTICO_SCREENSHOTS": (
+        "the test suite",
+        "a folder: the dashboard's browser tests save their screenshots there",
+    ),
+}
+
+
+def other_variables_table() -> str:
+    """The variables of :data:`OTHER_MEANINGS` as a Markdown table: variable, read by, meaning."""
+    missing = OTHER_VARIABLES ^ OTHER_MEANINGS.keys()
+    if missing:
+        raise ValueError(f"OTHER_MEANINGS and OTHER_VARIABLES differ: {sorted(missing)}")
+    rows = ["| variable | read by | meaning |", "| --- | --- | --- |"]
+    for name, (reader, meaning) in OTHER_MEANINGS.items():
+        rows.append(f"| `{name}` | {reader} | {meaning} |")
+    return "\n".join(rows) + "\n"
 
 
 def settings_table() -> str:

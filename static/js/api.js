@@ -11,7 +11,8 @@ export const CODES = [
   'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
 ];
 
-export const api = { doc: null, methods: new Map(), onUnauthenticated: () => {} };
+// grpcPort: the port of this host that serves native gRPC, as the server says (null: none does).
+export const api = { doc: null, methods: new Map(), grpcPort: null, onUnauthenticated: () => {} };
 
 export function canonicalPath(rpc) {
   const dot = rpc.lastIndexOf('.');
@@ -63,6 +64,8 @@ export async function loadDocument() {
   if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
   api.doc = await response.json();
   api.methods = indexMethods(api.doc);
+  const port = Number(response.headers.get('Portico-Grpc-Port'));
+  api.grpcPort = Number.isInteger(port) && port > 0 ? port : null;
   return api.doc;
 }
 

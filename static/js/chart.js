@@ -1,7 +1,8 @@
 // A small SVG line chart (no library: a few lines of geometry). Every attribute is an SVG
 // attribute, not a style, so the strict Content-Security-Policy has nothing to refuse.
 const NS = 'http://www.w3.org/2000/svg';
-const W = 640;
+const DEFAULT_W = 640; // the drawing's width when its box's is unknown
+const MIN_W = 280;
 const H = 200;
 const PAD = { left: 56, right: 12, top: 12, bottom: 26 };
 
@@ -18,8 +19,11 @@ function niceMax(value) {
   return [1, 2, 5, 10].map((m) => m * power).find((m) => m >= value);
 }
 
-// series: [{ name, unit, className, points: [[Date, number], ...] }] sharing one axis.
-export function lineChart(series, { label, unit = '' } = {}) {
+// series: [{ name, unit, className, points: [[Date, number], ...] }] sharing one axis. With
+// width (the CSS pixels of its box) the drawing is made that wide, so its text is drawn at its
+// own size: scaling a 640-unit drawing down to a phone's 300 px made the axes unreadable.
+export function lineChart(series, { label, unit = '', width = 0 } = {}) {
+  const W = width > 0 ? Math.max(MIN_W, Math.round(width)) : DEFAULT_W;
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': label });
   const all = series.flatMap((s) => s.points);
   const max = niceMax(Math.max(0, ...all.map(([, v]) => v)));

@@ -1,9 +1,8 @@
 // The same call as a shell command: curl against the canonical REST route, grpcurl against the
-// gRPC port (the server offers reflection, so grpcurl needs no .proto files). The token is left
-// as $PORTICO_TOKEN so a pasted command never carries a live credential.
-import { canonicalPath } from './api.js';
-
-export const GRPC_PORT = 50051; // the default; `portico serve --grpc-port` may differ
+// port the server says serves native gRPC (the server offers reflection, so grpcurl needs no
+// .proto files); where none does (a proxy under uvicorn) there is no grpcurl command. The token
+// is left as $PORTICO_TOKEN so a pasted command never carries a live credential.
+import { api, canonicalPath } from './api.js';
 
 function quote(text) {
   return `'${String(text).replace(/'/g, `'\\''`)}'`;
@@ -24,11 +23,13 @@ export function curlCommand(method, body) {
 export function grpcurlCommand(method, body) {
   const dot = method.rpc.lastIndexOf('.');
   const target = `${method.rpc.slice(0, dot)}/${method.rpc.slice(dot + 1)}`;
+  // Both ports serve TLS or neither: an https page means a TLS gRPC port. (An IPv6 hostname
+  // comes in its brackets.)
   return [
-    'grpcurl -plaintext',
+    location.protocol === 'https:' ? 'grpcurl' : 'grpcurl -plaintext',
     `-H "authorization: Bearer $PORTICO_TOKEN"`,
     `-d ${quote(body)}`,
-    `${location.hostname}:${GRPC_PORT}`,
+    `${location.hostname}:${api.grpcPort}`,
     target,
   ].join(' \\\n  ');
 }

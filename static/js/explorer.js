@@ -103,7 +103,8 @@ export function openMethod(rpc, prefill = null) {
   }
   state.current = method;
   const operation = mainOperation(method);
-  $('method-name').textContent = method.rpc;
+  // A line may break after a dot of the full name, never inside a word ("CreateC / luster").
+  $('method-name').replaceChildren(...method.rpc.split('.').flatMap((part, i, all) => (i < all.length - 1 ? [`${part}.`, element('wbr')] : [part])));
   $('method-kind').textContent = KIND_LABELS[method.kind] || method.kind;
   $('method-kind').dataset.kind = method.kind;
   const open = Array.isArray(operation.security) && operation.security.length === 0;

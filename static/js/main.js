@@ -210,6 +210,8 @@ async function start() {
     const doc = await loadDocument();
     const info = doc.info || {};
     $('doc-info').textContent = `${info.title || ''} ${info.version || ''}`.trim();
+    // Nothing here serves native gRPC (a proxy under uvicorn): no grpcurl command to give.
+    show($('copy-grpcurl'), api.grpcPort !== null);
   } catch (error) {
     $('view').replaceChildren(element('p', { class: 'error-text', text: `Cannot load /openapi.json: ${error.message}` }));
     return;

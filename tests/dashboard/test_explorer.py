@@ -246,6 +246,8 @@ def test_copy_as_curl_and_grpcurl(browser, live_server):
     words = shlex.split(by_id(browser, "command-text").text.replace("\\\n", " "))
     assert words[0] == "grpcurl" and words[-1] == "cnct.kaas.api.Cluster/GetCluster"
     assert json.loads(words[words.index("-d") + 1]) == {"name": "it's"}
+    # Where this server serves gRPC (a free port here), not the default 50051.
+    assert words[-2] == f"127.0.0.1:{live_server.server.portico.grpc_port}"
 
 
 def test_calls_join_the_history_and_open_again(browser, live_server):

@@ -463,3 +463,62 @@ def test_every_view_fits_a_360_px_screen(browser, live_server, shots):
     go(browser, "#/runtime")
     wait(browser).until(lambda b: len(row_keys(b, "Pods")) >= 2)
     screenshot(browser, "narrow-runtime", shots)
+
+
+def test_a_phone_keeps_the_screen_for_the_view_and_every_control_says_what_it_does(
+    browser, live_server
+):
+    logged_in(browser, live_server, "#/kaas")
+    browser.set_window_size(NARROW, 740)
+    # The bar: a short strip (it took 150 px), with every view's link in sight.
+    bar, links, width = browser.execute_script(
+        "const bar = document.querySelector('header.bar').getBoundingClientRect();"
+        "const links = [...document.querySelectorAll('#nav a')].map((a) => {"
+        "  const r = a.getBoundingClientRect();"
+        "  return r.right <= innerWidth && r.bottom <= bar.bottom; });"
+        "return [bar.height, links, innerWidth]"
+    )
+    assert width <= NARROW and bar <= 100 and links and all(links), (bar, links)
+
+    # The explorer's title breaks after a dot of the name, never inside a word.
+    go(browser, "#/explorer/cnct.kaas.api.Cluster.CreateCluster")
+    wait(browser).until(
+        lambda b: (
+            by_id(b, "method-name").text.replace("\n", "") == "cnct.kaas.api.Cluster.CreateCluster"
+        )
+    )
+    lines = browser.execute_script(
+        "const h = document.getElementById('method-name');"
+        "const walker = document.createTreeWalker(h, NodeFilter.SHOW_TEXT);"
+        "const split = [];"
+        "for (let n = walker.nextNode(); n; n = walker.nextNode()) {"
+        "  const at = n.textContent.search(/\\w+\\.?$/);"  # the word, without the dot before it
+        "  const range = document.createRange(); range.setStart(n, at); range.setEnd(n, n.length);"
+        "  const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));"
+        "  if (tops.size > 1) split.push(n.textContent);"
+        "}"
+        "return [split, h.getClientRects()[0].height > 30]"
+    )
+    assert lines == [[], True], lines  # wrapped (it is longer than the screen), no word split
+
+    # The edge cards: each line says what it is, the delete buttons which instance they delete.
+    go(browser, "#/edge")
+    wait(browser).until(lambda b: row_keys(b, "App instances"))
+    unlabelled = browser.execute_script(
+        "return [...document.querySelectorAll('#view .table-wrap tr[data-key] td')]"
+        ".filter((td) => !td.dataset.label).map((td) => td.textContent)"
+    )
+    assert unlabelled == []
+    deletes = [b.get_attribute("aria-label") for b in css(browser, "#view button.danger")]
+    assert deletes and all(
+        d.startswith(("Delete cluster instance ", "Delete app instance ")) for d in deletes
+    ), deletes
+
+    # The storage chart's axis labels are drawn at their own size, not shrunk to fit.
+    go(browser, "#/storage")
+    wait(browser).until(lambda b: css(b, "#io-chart text.axis"))
+    sizes = browser.execute_script(
+        "return [...document.querySelectorAll('#io-chart text.axis')]"
+        ".map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a)"
+    )
+    assert sizes and min(sizes) >= 11, sizes

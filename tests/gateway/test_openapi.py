@@ -495,10 +495,10 @@ def test_templates_that_differ_only_in_literals_spell_them_out():
 # -- served by the app ----------------------------------------------------------------------------
 
 
-async def _get(app: Any, path: str) -> httpx.Response:
+async def _get(app: Any, path: str, headers: dict[str, str] | None = None) -> httpx.Response:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://portico") as client:
-        return await client.get(path)
+        return await client.get(path, headers=headers)
 
 
 def test_the_app_serves_the_document_it_was_given(doc):
@@ -522,8 +522,8 @@ def test_without_a_document_the_app_serves_one_from_its_registry_and_options():
     assert run(_get(app, "/openapi.json")).json() == expected
 
 
-def test_docs_page_loads_everything_from_this_server() -> None:
-    page = "/docs"
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_page_loads_everything_from_this_server(page: str) -> None:
     app = create_app(shelf_registry(), {}, GatewayOptions(authenticate=NO_AUTH))
     response = run(_get(app, page))
     assert response.status_code == 200
@@ -535,6 +535,11 @@ def test_docs_page_loads_everything_from_this_server() -> None:
         loaded = run(_get(app, "/" + reference))
         assert loaded.status_code == 200, reference
     assert 'url: "openapi.json"' in run(_get(app, "/docs/init.js")).text
+    assert 'Redoc.init("openapi.json"' in run(_get(app, "/docs/redoc-init.js")).text
+    bundle = run(_get(app, "/docs/redoc.js"))
+    assert "Redoc" in bundle.text and "https://cdn.redoc.ly" not in bundle.text
+    again = run(_get(app, "/docs/redoc.js", {"if-none-match": bundle.headers["etag"]}))
+    assert again.status_code == 304
     slashed = run(_get(app, "/docs/"))  # where its relative links would miss
     assert (slashed.status_code, slashed.headers["location"]) == (308, "../docs")
 

@@ -86,11 +86,13 @@ def python_gen(out: Path, *, extra: bool = False, version: str = "v1") -> Path:
     return gen
 
 
-def descriptor_set(out: Path) -> Path:
-    """echo.proto compiled into a FileDescriptorSet with its imports."""
+def descriptor_set(out: Path, *, comments: bool = False) -> Path:
+    """echo.proto compiled into a FileDescriptorSet with its imports (and, with ``comments``,
+    its source info: the comments of the .proto)."""
     proto_root = write_proto(out / "set-protos", extra=False)
     target = out / "echo.binpb"
-    run_protoc(proto_root, f"--descriptor_set_out={target}", "--include_imports")
+    source_info = ["--include_source_info"] if comments else []
+    run_protoc(proto_root, f"--descriptor_set_out={target}", "--include_imports", *source_info)
     return target
 
 

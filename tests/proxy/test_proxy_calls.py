@@ -426,3 +426,12 @@ def test_every_streaming_kind_over_connect_and_grpc_web(proxied: Proxied) -> Non
     for name in ("web Count", "web Sum"):
         flags, trailer = found[name][-1]
         assert flags == 0x80 and b"grpc-status:0" in trailer.replace(b" ", b""), trailer
+
+
+def test_the_document_says_where_native_grpc_is_served(proxied: Proxied) -> None:
+    """The dashboard's "Copy as grpcurl" points there: the proxy's HTTP port under pyvoy, which
+    serves native gRPC too; under uvicorn the proxy serves none, and says none."""
+    document = httpx.get(f"{proxied.base}/openapi.json", timeout=10)
+    assert document.status_code == 200
+    said = document.headers.get("portico-grpc-port")
+    assert said == (proxied.base.rsplit(":", 1)[1] if proxied.front == "pyvoy" else None)

@@ -54,6 +54,9 @@ def test_the_explorer_lists_and_calls_the_upstreams_methods_without_a_login(
     }
     views = {e.get_attribute("data-view") for e in css(browser, "#nav a")}
     assert views == {"explorer", "history"}
+    # Under uvicorn the proxy serves no native gRPC: no grpcurl command points at nothing.
+    assert not by_id(browser, "copy-grpcurl").is_displayed()
+    assert by_id(browser, "copy-curl").get_attribute("hidden") is None
     browser.find_element(By.CSS_SELECTOR, f'a.method[data-rpc="{SAY}"]').click()
     wait(browser).until(lambda b: by_id(b, "method-name").text == SAY)
     by_id(browser, "mode-json").click()

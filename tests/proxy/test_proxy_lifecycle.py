@@ -4,6 +4,7 @@ auth modes."""
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Iterator
@@ -73,7 +74,10 @@ def test_an_upstream_restart_turns_readyz_red_then_green_and_sighup_rereads_its_
                 answers(base, "/readyz", 503), 30, what="/readyz 503 with the upstream down"
             )
             async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                said = (await http.get("/readyz")).json()
                 down = await http.get("/v1/say/down")
+            # Not "starting": the upstream it had is gone, and named.
+            assert said == {"status": "upstream unavailable", "upstream": f"127.0.0.1:{port}"}
             assert down.status_code == 503
             assert down.json()["code"] == 14  # UNAVAILABLE
             # Back, and newer: it has gained a method.
@@ -131,11 +135,15 @@ def test_a_descriptor_set_replaces_reflection(tmp_path: Path) -> None:
         "--auth",
         "none",
         "--descriptor-set",
-        str(descriptor_set(tmp_path)),
+        str(descriptor_set(tmp_path, comments=True)),
     )
     try:
         assert run(status_of(base, "/v1/say/from-a-file")) == 200
         assert run(status_of(base, "/readyz")) == 200
+        # The set's source info brings the .proto's comments to the document (and the
+        # explorer), which grpcio's reflection never carries.
+        say = httpx.get(f"{base}/openapi.json", timeout=10).json()["paths"]["/v1/say/{text}"]
+        assert "The text back, with the metadata the server received." in json.dumps(say)
     finally:
         proxy.stop()
         upstream.stop()

@@ -57,7 +57,7 @@ def test_a_bad_flag_is_refused_the_same_way(monkeypatch):
     monkeypatch.setattr("app.server.serving.serve", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["serve", "--workers", "0"])
-    assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")
+    assert str(stopped.value.code).startswith("portico: --workers: 0 is not allowed")
 
 
 @pytest.mark.parametrize(

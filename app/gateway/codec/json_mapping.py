@@ -21,7 +21,7 @@ from google.protobuf import descriptor, descriptor_pool, json_format, message
 
 from app.gateway.codec.json_reader import read_plain
 from app.gateway.codec.json_writer import write_plain
-from app.gateway.codec.text_fields import field_by_any_name
+from app.gateway.codec.text_fields import field_by_any_name, no_such_field
 from app.gateway.errors import BadRequest
 from app.gateway.message_checks import is_map, too_many, undefined_enum
 from app.settings import limits
@@ -189,9 +189,12 @@ def _check_tree(value: Any, desc: descriptor.Descriptor, prefix: str, strict: bo
     seen: dict[str, str] = {}
     for key, item in value.items():
         field = field_by_any_name(desc, key)
-        if field is None:
-            continue  # json_format reports (or ignores) unknown fields
         path = _join(prefix, key)
+        if field is None:
+            if strict and not key.startswith("["):  # "[ext.name]": json_format's extensions
+                problem = no_such_field(desc, key, prefix)
+                raise BadRequest(f"invalid {path}: {problem}", [(path, problem)])
+            continue  # ignored, as json_format is told
         if field.name in seen:
             raise BadRequest(
                 f"field {field.name!r} is given twice (as {seen[field.name]!r} and {key!r})",

@@ -12,6 +12,7 @@ from typing import Any
 
 from google.protobuf import descriptor, message
 
+from app.calls.close_names import close_names, did_you_mean
 from app.gateway.errors import BadRequest
 from app.gateway.message_checks import is_map
 
@@ -56,12 +57,13 @@ def _resolve_field_path(
 ) -> FieldPath | None:
     fields: list[descriptor.FieldDescriptor] = []
     current: descriptor.Descriptor | None = desc
-    for part in dotted.split("."):
+    for index, part in enumerate(dotted.split(".")):
         field = None if current is None else field_by_any_name(current, part)
         if field is None:
             if ignore_unknown:
                 return None
-            raise BadRequest(f"unknown query parameter {dotted!r}", [(dotted, "no such field")])
+            problem = no_such_field(current, part, ".".join(dotted.split(".")[:index]))
+            raise BadRequest(f"unknown query parameter {dotted!r}: {problem}", [(dotted, problem)])
         fields.append(field)
         if field.message_type is not None and not is_map(field) and not field.is_repeated:
             current = field.message_type
@@ -151,6 +153,20 @@ def _scalar_text(field: descriptor.FieldDescriptor, text: str, name: str) -> Any
         )
     # json_format reads numbers, enum names/numbers and base64 from strings itself.
     return text
+
+
+def no_such_field(desc: descriptor.Descriptor | None, name: str, parent: str = "") -> str:
+    """``no such field; did you mean parent.name?``: the closest fields of ``desc`` (the
+    message at the path ``parent``), spelt as ``name`` is (JSON's lowerCamelCase when it has a
+    capital, else the proto's)."""
+    if desc is None:
+        return "no such field"
+    camel = not name.islower()
+    spellings = (f.json_name if camel else f.name for f in desc.fields)
+    close = close_names(name, spellings, n=1)
+    return "no such field" + did_you_mean(
+        close, lambda found: f"{parent}.{found}" if parent else found
+    )
 
 
 def field_by_any_name(desc: descriptor.Descriptor, name: str) -> descriptor.FieldDescriptor | None:

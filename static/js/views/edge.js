@@ -126,7 +126,7 @@ export function renderEdge(root, go) {
       if (await confirmAction(`Delete ${what}?`, `${what} will be deleted; its progress shows above.`, 'Delete')) {
         withProgress(progress, `Delete ${what}`, rpc, { key }, refresh);
       }
-    }, { class: 'small danger' });
+    }, { class: 'small danger', 'aria-label': `Delete ${what}` }); // which one, to a screen reader
   }
 
   function draw({ cloudlets: cl, clusterInsts: ci, appInsts: ai, developers: dev }) {
@@ -144,7 +144,7 @@ export function renderEdge(root, go) {
       { label: 'State', value: (c) => statusPill(c.state) },
       { label: 'Nodes', value: (c) => `${c.num_masters} + ${c.num_nodes}` },
       { label: 'Flavor', value: (c) => (c.flavor || {}).name },
-      { label: '', value: (c) => deleteButton(`${E}.ClusterInstApi.DeleteClusterInst`, `cluster instance ${clusterInstName(c.key)}`, c.key, c.key.developer) || '' },
+      { label: 'Actions', value: (c) => deleteButton(`${E}.ClusterInstApi.DeleteClusterInst`, `cluster instance ${clusterInstName(c.key)}`, c.key, c.key.developer) || '' },
     ], ci, { key: (c) => JSON.stringify(c.key), label: 'Cluster instances', empty: 'No cluster instances.' }));
     appInsts.replaceChildren(table([
       { label: 'App', value: (a) => appName(a.key.app_key) },
@@ -153,7 +153,7 @@ export function renderEdge(root, go) {
       { label: 'State', value: (a) => statusPill(a.state) },
       { label: 'URI', value: (a) => a.uri },
       { label: 'Created', value: (a) => timeCell(a.created_at) },
-      { label: '', value: (a) => deleteButton(`${E}.AppInstApi.DeleteAppInst`, `app instance ${appName(a.key.app_key)} on ${clusterInstName(a.key.cluster_inst_key)}`, a.key, ((a.key.app_key || {}).developer_key || {}).name) || '' },
+      { label: 'Actions', value: (a) => deleteButton(`${E}.AppInstApi.DeleteAppInst`, `app instance ${appName(a.key.app_key)} on ${clusterInstName(a.key.cluster_inst_key)}`, a.key, ((a.key.app_key || {}).developer_key || {}).name) || '' },
     ], ai, { key: (a) => JSON.stringify(a.key), label: 'App instances', empty: 'No app instances.' }));
     developers.replaceChildren(table([
       { label: 'Developer', value: (d) => link(`#/edge/developer/${encodeURIComponent(d.key.name)}`, d.key.name) },

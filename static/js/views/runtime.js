@@ -1,15 +1,20 @@
-// Scheduler and runtime: the nodes (as the runtime's pods report them), the pods with their
-// state, the runtime's events live, and a page per pod with its logs followed live. Events come
-// from ListenEvents, which stays open; each event also refreshes the pod table, so the table
-// changes when the cluster does and never polls.
+// Scheduler and runtime: the nodes (as the runtime's pods and events name them: the five APIs
+// have no call that lists the scheduler's nodes), the pods with their state, the runtime's
+// events live, and a page per pod with its logs followed live. Events come from ListenEvents,
+// which stays open; each event also refreshes the pod table, so the table changes when the
+// cluster does. What makes no event (an instance waiting for a node) shows within POLL_MS: the
+// table also asks again that often (revalidated, as the other views' polls are).
 import { call, live, stream } from '../api.js';
 import { element, facts, link, statusPill, table, timeCell, toDate } from '../dom.js';
-import { actionButton, confirmAction, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
+import { actionButton, confirmAction, every, failure, formDialog, heading, liveBadge, notify, section } from '../ui.js';
 
 const RUNTIME = 'v1alpha.PublicAPI';
 const INSTANCES = 'scheduler.InstanceService';
 const EVENTS_SHOWN = 200; // newest events kept on the page
 const BACKLOG_SECONDS = 3600; // events replayed when the page opens
+const POLL_MS = 5000;
+const UNPLACED = 'none'; // the scheduler/node of a pod no node holds: no node of its own
+const GONE_STATE = 'POD_STATE_GARBAGE'; // destroyed: on no node any more
 
 function annotation(pod, key) {
   const found = (pod.annotations || []).find((a) => (a.Key ?? a.key) === key);
@@ -26,6 +31,10 @@ const idCell = (id) => element('span', { text: shortId(id), title: String(id || 
 
 function eventKey(event) {
   return `${event.type}|${event.id}|${event.time}|${event.from}`;
+}
+
+function eventData(event) {
+  return Object.fromEntries((event.data || []).map((d) => [d.Key ?? d.key, d.value]));
 }
 
 function eventItem(event) {
@@ -56,7 +65,9 @@ export function renderRuntime(root, go) {
   const create = actionButton(`${INSTANCES}.Create`, 'Create instance', () => createInstance());
   const nodes = element('div');
   const pods = element('div', {}, element('p', { class: 'muted', text: 'Loading pods…' }));
-  const events = element('ol', { class: 'events', id: 'events', 'aria-live': 'polite' });
+  const events = element('ol', { class: 'events', id: 'events', 'aria-live': 'polite' },
+    element('li', { class: 'muted', id: 'no-events', text: 'No runtime events in the last hour. Pods starting, stopping and exiting show here as they happen.' }));
+  const seenNodes = new Set(); // named by the events of this visit: a node may hold no pod now
   root.replaceChildren(heading('Scheduler and runtime', badge, create),
     element('div', { class: 'grid-2' }, section('Nodes', nodes), section('Events', events)),
     section('Pods', pods));
@@ -68,10 +79,11 @@ export function renderRuntime(root, go) {
       const reply = await call(`${RUNTIME}.ListPods`, { detail: true }, { revalidate: true });
       const list = reply.pods || [];
       const text = JSON.stringify(list);
-      if (text === shown) return; // unchanged: keep focus and selection where they are
-      shown = text;
+      const known = [...seenNodes].sort().join(' ');
+      if (`${text}${known}` === shown) return; // unchanged: keep focus and selection where they are
+      shown = `${text}${known}`;
       pods.replaceChildren(podTable(list, go, refresh));
-      nodes.replaceChildren(nodeTable(list));
+      nodes.replaceChildren(...nodeTable(list, seenNodes));
     } catch (error) {
       pods.replaceChildren(failure(error));
     }
@@ -80,9 +92,14 @@ export function renderRuntime(root, go) {
     clearTimeout(pending);
     pending = setTimeout(refresh, 150); // a burst of events causes one refresh
   };
-  refresh();
+  every(POLL_MS, refresh);
   followEvents({}, (fresh) => {
-    for (const event of fresh) events.prepend(eventItem(event));
+    events.querySelector('#no-events')?.remove();
+    for (const event of fresh) {
+      events.prepend(eventItem(event));
+      const node = eventData(event).node;
+      if (node && node !== UNPLACED) seenNodes.add(node);
+    }
     while (events.childElementCount > EVENTS_SHOWN) events.lastElementChild.remove();
     soon();
   }, badge);
@@ -108,20 +125,38 @@ export function renderRuntime(root, go) {
   }
 }
 
-function nodeTable(pods) {
+// The nodes that hold pods now, with the state the scheduler gives them, and those the events
+// named that hold none now (a real node agent's node whose instance was destroyed, say). A pod
+// no node holds ("none") is no node: the instances waiting for one are counted below the table.
+function nodeTable(pods, named) {
   const byNode = new Map();
+  const entry = (node) => byNode.get(node) || { node, state: '', pods: 0, running: 0 };
+  let waiting = 0;
   for (const pod of pods) {
-    const node = annotation(pod, 'scheduler/node') || '(unknown)';
-    const entry = byNode.get(node) || { node, pods: 0, running: 0 };
-    entry.pods += 1;
-    entry.running += pod.state === 'POD_STATE_RUNNING' ? 1 : 0;
-    byNode.set(node, entry);
+    if (pod.state === GONE_STATE) continue;
+    const node = annotation(pod, 'scheduler/node') || UNPLACED;
+    if (node === UNPLACED) {
+      waiting += 1;
+      continue;
+    }
+    const row = entry(node);
+    row.state = annotation(pod, 'scheduler/node-state') || row.state;
+    row.pods += 1;
+    row.running += pod.state === 'POD_STATE_RUNNING' ? 1 : 0;
+    byNode.set(node, row);
   }
-  return table([
+  for (const node of named) if (!byNode.has(node)) byNode.set(node, entry(node));
+  const shown = [table([
     { label: 'Node', value: (n) => n.node },
+    { label: 'State', value: (n) => (n.state ? statusPill(n.state) : element('span', { class: 'muted', text: 'no pod now', title: 'Named by a recent event; the runtime API shows a node\'s state only through its pods.' })) },
     { label: 'Pods', value: (n) => String(n.pods) },
     { label: 'Running', value: (n) => String(n.running) },
-  ], [...byNode.values()].sort((a, b) => a.node.localeCompare(b.node)), { key: (n) => n.node, label: 'Nodes', empty: 'No node runs a pod.' });
+  ], [...byNode.values()].sort((a, b) => a.node.localeCompare(b.node)), { key: (n) => n.node, label: 'Nodes', empty: 'No node holds a pod, and no event of the last hour names one.' })];
+  if (waiting) {
+    const instances = waiting === 1 ? '1 instance waits' : `${waiting} instances wait`;
+    shown.push(element('p', { class: 'muted', id: 'waiting-pods', text: `${instances} for a node that can hold it (its pod is preparing, on node "none").` }));
+  }
+  return shown;
 }
 
 function instanceAction(rpc, label, pod, after, confirmText) {

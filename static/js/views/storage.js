@@ -72,7 +72,7 @@ export function renderStorage(root) {
         lineChart([
           { name: 'read op/s', className: 'read', points: samples.map((p) => [p.at, p.readOps]) },
           { name: 'write op/s', className: 'write', points: samples.map((p) => [p.at, p.writeOps]) },
-        ], { label: 'Client operations per second' }),
+        ], { label: 'Client operations per second', width: chart.clientWidth }),
         element('p', { class: 'legend' }, element('span', { class: 'key read', text: `read ${io.client_read_ops || '—'} (${io.client_read || '—'})` }), ' ',
           element('span', { class: 'key write', text: `write ${io.client_write_ops || '—'} (${io.client_write || '—'})` })));
       nodes.replaceChildren(table([

@@ -169,6 +169,8 @@ class Portico:
                 telemetry=telemetry,
                 idempotency=idempotency,
                 standard=self.standard,
+                body_timeout=settings.body_timeout_seconds,
+                header_timeout=settings.header_timeout_seconds,
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None

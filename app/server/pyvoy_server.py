@@ -33,17 +33,17 @@ from pyvoy._server import get_envoy_environ
 from app import __version__
 from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
 from app.server.serving import url_host
+from app.settings import limits
 from app.settings.config import Settings
 
 log = logging.getLogger("portico")
 
 # The module a worker runs: its ``app`` and its ``websocket_app`` (see app/server/pyvoy_app.py).
 APP_MODULE = "app.server.pyvoy_app"
-# A request head (request line and headers) larger than this is refused with 431, as
-# uvicorn's parser refuses one past its own limit.
-MAX_REQUEST_HEADERS_KB = 64
-# Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one).
-MAX_CONCURRENT_STREAMS = 1024
+# A request head larger than this is refused with 431; HTTP/2's concurrent streams: the bounds
+# the grpc.aio port has too (app/settings/limits.py).
+MAX_REQUEST_HEADERS_KB = limits.MAX_REQUEST_HEADERS_KB
+MAX_CONCURRENT_STREAMS = limits.MAX_CONCURRENT_STREAMS
 # How long the start-up line waits for Envoy's listener, and how often it looks.
 LISTEN_WAIT_SECONDS = 10.0
 LISTEN_POLL_SECONDS = 0.01

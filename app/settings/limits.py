@@ -55,6 +55,12 @@ STREAM_HEADERS_WAIT_SECONDS = 2.0
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 10.0
 DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
+# A request head (request line and headers; gRPC's metadata) larger than this is refused, on
+# every port: 431 over HTTP, RESOURCE_EXHAUSTED on the grpc.aio port.
+MAX_REQUEST_HEADERS_KB = 64
+# Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one), on the
+# one port and on the grpc.aio port; a stream past them is refused (REFUSED_STREAM).
+MAX_CONCURRENT_STREAMS = 1024
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

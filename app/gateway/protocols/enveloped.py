@@ -156,7 +156,7 @@ async def _run(
             context.read_from(messages)
             request = messages
         else:
-            request = await _only_message(messages)
+            request = await http_io.only_message(messages, stages.options.body_timeout_seconds)
         if not method.server_streaming:
             reply = await stages.invoker.unary(call, request)
             await start()
@@ -209,16 +209,6 @@ async def _messages(
                 )
             payload = gunzip(payload, limit)
         yield wire.codec.decode(payload, plan.method, f"request message {number}")
-
-
-async def _only_message(messages: AsyncIterator[Message]) -> Message:
-    """The one request of a call that takes one: none or a second is an error."""
-    first = await anext(messages, None)
-    if first is None:
-        raise BadRequest("the request has no message; this method takes exactly one")
-    if await anext(messages, None) is not None:
-        raise BadRequest("the request has more than one message; this method takes one")
-    return first
 
 
 def begin_observation(

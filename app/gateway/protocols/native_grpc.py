@@ -251,12 +251,12 @@ class GrpcWire:
     def only_message(self, body: bytes, plan: BindingPlan, limit: int) -> Message:
         """The one request message of a unary call, from its whole body."""
         if len(body) < _ENVELOPE_HEADER:
-            raise BadRequest("the request has no message; this method takes exactly one")
+            raise BadRequest(http_io.NO_MESSAGE)
         flags = body[0]
         length = int.from_bytes(body[1:_ENVELOPE_HEADER], "big")
         if len(body) != _ENVELOPE_HEADER + length:
             raise BadRequest(
-                "the request is not exactly one message; this method takes one"
+                http_io.MORE_THAN_ONE
                 if len(body) > _ENVELOPE_HEADER + length
                 else "the request ends inside its message"
             )

@@ -26,7 +26,7 @@ from grpc_status import rpc_status
 
 from app.gateway import http_io
 from app.gateway.admission import refuse_every_call
-from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError
+from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError, method_not_found
 from app.gateway.idempotency import Idempotency, keyed
 from app.gateway.message_checks import request_violations
 from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
@@ -155,7 +155,10 @@ class _Unmatched(grpc.GenericRpcHandler):
             # A stream handler, whatever the caller's kind: nothing of the call is read.
             observation = rpc.begin()
             observation.end(grpc.StatusCode.UNIMPLEMENTED.name)
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {method}")
+            # With its request id and status details, as every other answer.
+            await IdentifiedContext(context).abort_with_status(
+                rpc_status.to_status(method_not_found(method).status())
+            )
 
         return grpc.stream_stream_rpc_method_handler(refuse)
 

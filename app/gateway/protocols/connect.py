@@ -77,6 +77,11 @@ class ConnectFlow(ProtocolFlow):
     def codec_for(self, name: str) -> WireCodec | None:
         return self.proto if name == "proto" else self.json if name == "json" else None
 
+    async def refuse(
+        self, send: Send, error: GatewayError, request_id: str, headers: http_io.Headers
+    ) -> tuple[str, int]:
+        return await _send_error(send, error, request_id)
+
     def serve(
         self,
         plan: BindingPlan,
@@ -255,7 +260,7 @@ class ConnectStreamWire(LastFrameWire):
 
 async def _send_error(
     send: Send, error: GatewayError, request_id: str, context: GatewayContext | None = None
-) -> Ended:
+) -> tuple[str, int]:
     """Answer with Connect's error JSON; how the call ended."""
     payload = json.dumps(error_dict(error), separators=(",", ":")).encode()
     extra = error.headers

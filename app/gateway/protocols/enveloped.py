@@ -20,13 +20,13 @@ from starlette.types import Receive, Scope, Send
 from app.gateway import http_io
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
-from app.gateway.errors import BadRequest, GatewayError
+from app.gateway.errors import BadRequest, GatewayError, method_not_found
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, Request, admit, stream_ending, until_deadline
 from app.gateway.protocols.envelopes import COMPRESSED, gunzip, read_envelopes
 from app.gateway.stages import Stages
-from app.observe.calls import Observation
+from app.observe.calls import UNMATCHED, Observation
 
 
 class EnvelopeWire(Protocol):
@@ -110,6 +110,20 @@ class ProtocolFlow:
     ) -> Awaitable[Ended]:
         """The call in this protocol, answered; how it ended."""
         raise NotImplementedError
+
+    async def refuse(
+        self, send: Send, error: GatewayError, request_id: str, headers: http_io.Headers
+    ) -> tuple[str, int]:
+        """Answer a call refused before it began with ``error``; its code and HTTP status."""
+        raise NotImplementedError
+
+    async def unmatched(self, path: str, headers: http_io.Headers, send: Send) -> None:
+        """A call of a method nobody serves: UNIMPLEMENTED, as a grpc server answers it,
+        counted as unmatched."""
+        observation = self.stages.options.telemetry.rpc(self.protocol, UNMATCHED).begin()
+        error, request_id = method_not_found(path), http_io.request_id(headers)
+        refused = await self.refuse(send, error, request_id, headers)
+        observation.end(*refused)
 
 
 async def serve_enveloped(

@@ -15,7 +15,7 @@ import base64
 import binascii
 import time
 from collections.abc import AsyncIterator, Awaitable
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import grpc
 from google.protobuf.message import Message
@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from app.gateway import http_io
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext, Metadata
-from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError
+from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError, grpc_message
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.compression import gzip_bytes
 from app.gateway.http_io import Ended, metadata_headers
@@ -33,7 +33,7 @@ from app.gateway.invoker import Call, admit, grace_ended, unary_reply
 from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope, gunzip
 from app.gateway.stages import Stages
-from app.observe.calls import UNMATCHED, Observation, Telemetry
+from app.observe.calls import Observation
 
 CONTENT_TYPE = b"application/grpc"
 CLIENT_CERT_HEADER = b"x-forwarded-client-cert"  # Envoy's, with the verified certificate
@@ -152,6 +152,12 @@ class NativeGrpcFlow(ProtocolFlow):
             await send_status_only(send, exc, request_id, None)
             return exc.code.name, 200
         return await serve_enveloped(self.stages, plan, call, wire, receive, send)
+
+    async def refuse(
+        self, send: Send, error: GatewayError, request_id: str, headers: http_io.Headers
+    ) -> tuple[str, int]:
+        await send_status_only(send, error, request_id, None)
+        return error.code.name, 200
 
     def _call(
         self,
@@ -343,17 +349,18 @@ def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, 
 def trailers(
     error: GatewayError | None, context: GatewayContext | None
 ) -> list[tuple[bytes, bytes]]:
-    """The status (and trailing metadata) as gRPC's trailers."""
+    """The status (and trailing metadata) as gRPC's trailers; an error's ``google.rpc.Status``
+    goes in ``grpc-status-details-bin`` whether it has details or not, as grpc servers send it
+    (the grpc.aio port too), so that a client reads every refusal's status the same way."""
     if error is None:
         block = [(b"grpc-status", b"0")]
     else:
+        status = base64.b64encode(error.status().SerializeToString()).rstrip(b"=")
         block = [
             (b"grpc-status", str(error.code.value[0]).encode()),
-            (b"grpc-message", quote(error.message, safe=" ").encode()),
+            (b"grpc-message", grpc_message(error.message).encode()),
+            (STATUS_DETAILS_KEY.encode(), status),
         ]
-        if error.details:
-            status = base64.b64encode(error.status().SerializeToString()).rstrip(b"=")
-            block.append((STATUS_DETAILS_KEY.encode(), status))
     if context is not None and context.trailing_metadata_sent:
         block += [
             (key.encode("latin-1"), value.encode("latin-1"))
@@ -398,11 +405,3 @@ async def _without_trailers(send: Send, request_id: str) -> Ended:
     )
     await send_status_only(send, error, request_id, None)
     return error.code.name, 200
-
-
-async def unmatched(telemetry: Telemetry, path: str, headers: http_io.Headers, send: Send) -> None:
-    """A gRPC call of a method nobody serves: UNIMPLEMENTED, counted as unmatched."""
-    observation = telemetry.rpc("grpc", UNMATCHED).begin()
-    error = GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {path}")
-    await send_status_only(send, error, http_io.request_id(headers), None)
-    observation.end(error.code.name, 200)

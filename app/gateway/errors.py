@@ -192,6 +192,26 @@ def method_not_found(path: str) -> GatewayError:
     return GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {path}")
 
 
+def unsupported_encoding(
+    header: str, encoding: str, headers: Sequence[tuple[str, str]] = ()
+) -> GatewayError:
+    """A message encoding this server does not decode: UNIMPLEMENTED in every RPC protocol, the
+    code gRPC's compression spec gives it."""
+    return GatewayError(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"{header} {encoding!r} is not supported; use gzip or identity",
+        headers=headers,
+    )
+
+
+def header_not_parsed(name: str, why: str = "") -> GatewayError:
+    """A gRPC header (``grpc-timeout``, a ``-bin`` value) that does not parse: INTERNAL, in
+    grpc core's words, as a grpc server (the grpc.aio port) answers it before any handler."""
+    return GatewayError(
+        grpc.StatusCode.INTERNAL, f"Error parsing '{name}' metadata" + (f": {why}" if why else "")
+    )
+
+
 def internal_error() -> GatewayError:
     """What an unexpected exception becomes: INTERNAL with a message that leaks nothing."""
     return GatewayError(grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE)

@@ -18,9 +18,9 @@ from app.gateway.codec.wire_codecs import WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import (
     STATUS_DETAILS_KEY,
-    BadRequest,
     GatewayError,
     grpc_message,
+    unsupported_encoding,
     unsupported_media_type,
 )
 from app.gateway.http_io import Ended, metadata_headers
@@ -68,10 +68,7 @@ class GrpcWebFlow(ProtocolFlow):
         try:
             wire.codec = self._codec(wire.mime)
             if wire.request_encoding not in _ENCODINGS:
-                raise BadRequest(
-                    f"grpc-encoding {wire.request_encoding!r} is not supported; use gzip",
-                    [("grpc-encoding", "gzip or identity")],
-                )
+                raise unsupported_encoding("grpc-encoding", wire.request_encoding)
             call = new_call(plan.method, headers, request_id, scope, observation)
         except GatewayError as exc:
             return await _refuse(send, exc, request_id, wire)

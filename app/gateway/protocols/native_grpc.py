@@ -24,7 +24,14 @@ from starlette.types import Receive, Scope, Send
 from app.gateway import http_io
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext, Metadata
-from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError, grpc_message
+from app.gateway.errors import (
+    STATUS_DETAILS_KEY,
+    BadRequest,
+    GatewayError,
+    grpc_message,
+    header_not_parsed,
+    unsupported_encoding,
+)
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.compression import gzip_bytes
 from app.gateway.http_io import Ended, metadata_headers
@@ -39,7 +46,7 @@ CONTENT_TYPE = b"application/grpc"
 CLIENT_CERT_HEADER = b"x-forwarded-client-cert"  # Envoy's, with the verified certificate
 TRAILERS_EXTENSION = "http.response.trailers"
 # What a request may compress with, and what this server says it accepts.
-_ENCODINGS = ("", "identity", "gzip")
+_ENCODINGS = (b"identity", b"gzip")
 _ACCEPT_ENCODING = (b"grpc-accept-encoding", b"gzip")
 # HTTP's own headers and gRPC's reserved ones: never metadata (PROTOCOL-HTTP2.md).
 _NOT_METADATA = frozenset(
@@ -212,12 +219,11 @@ class GrpcWire:
     def __init__(self, codec: WireCodec, headers: http_io.Headers) -> None:
         self.codec = codec
         self.content_type = CONTENT_TYPE if codec.name == "proto" else CONTENT_TYPE + b"+json"
-        self.request_encoding = headers.get(b"grpc-encoding", b"").decode("latin-1")
-        if self.request_encoding not in _ENCODINGS:
-            raise GatewayError(
-                grpc.StatusCode.UNIMPLEMENTED,
-                f"grpc-encoding {self.request_encoding!r} is not supported; use gzip or identity",
-            )
+        encoding = headers.get(b"grpc-encoding")
+        # Present, it must name one (an empty value too): grpc core refuses every other.
+        if encoding is not None and encoding not in _ENCODINGS:
+            raise unsupported_encoding("grpc-encoding", encoding.decode("latin-1"))
+        self.request_encoding = "" if encoding is None else encoding.decode("latin-1")
         self.compress = self.request_encoding == "gzip"
         # The reply's own headers, whatever the call: as the flows pass them (text), and
         # encoded once for the unary reply's start (see start_headers).
@@ -286,6 +292,9 @@ def grpc_call(
     """The call for a gRPC request: every custom header is metadata; ``grpc-timeout`` the
     deadline."""
     metadata, deadline = grpc_metadata(headers, request_id)
+    if deadline is not None and deadline <= time.monotonic():
+        # Over before it began (grpc-timeout: 0n): refused before the gate, as grpc core does.
+        raise GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
     context = GatewayContext(metadata, scope.get("client"), deadline)
     return Call(plan.method, request_id, headers, context, observation)
 
@@ -333,14 +342,20 @@ def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, 
             key = _metadata_name(raw_key)
         if not key:
             continue
+        # A value that does not parse is INTERNAL, in grpc core's words: the grpc.aio port's
+        # answer, which grpc core gives before Portico sees the call.
         if key is _TIMEOUT:
-            value = raw_value.decode("latin-1")
-            deadline = time.monotonic() + http_io.timeout_seconds(value)
+            try:
+                seconds = http_io.timeout_seconds(raw_value.decode("latin-1"))
+            except BadRequest:
+                raise header_not_parsed("grpc-timeout") from None
+            deadline = time.monotonic() + seconds
         elif key.endswith("-bin"):
             try:
-                found.append((key, base64.b64decode(raw_value + b"=" * (-len(raw_value) % 4))))
-            except binascii.Error as exc:
-                raise BadRequest(f"metadata {key} is not base64", [(key, "not base64")]) from exc
+                padded = raw_value + b"=" * (-len(raw_value) % 4)
+                found.append((key, base64.b64decode(padded, validate=True)))
+            except binascii.Error:
+                raise header_not_parsed(key, "illegal base64 encoding") from None
         else:
             found.append((key, raw_value.decode("latin-1")))
     return tuple(found), deadline

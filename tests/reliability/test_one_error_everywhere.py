@@ -4,7 +4,9 @@ request id on every server and protocol.
 Under pyvoy a gRPC call the gate refused had no ``grpc-status-details-bin`` (the grpc.aio port
 sends one; ``rpc_status.from_call`` returned None), gRPC-Web sent none either for a status
 without details, and a method nobody serves was answered by the grpc.aio port without a
-request id, and over Connect and gRPC-Web with REST's 404. Here every kind of refusal is made
+request id, and over Connect and gRPC-Web with REST's 404; a grpc client at times saw no request
+id on a refused stream (its initial metadata, sent just before the status, is at times lost:
+the trailers carry the id now). Here every kind of refusal is made
 over native gRPC (the grpc.aio port under uvicorn, the HTTP port under pyvoy), Connect, gRPC-Web
 and REST, on both servers, and each answer's code, message, details and request id compared.
 """
@@ -240,10 +242,9 @@ async def _native(
                 await call
         except grpc.aio.AioRpcError as error:
             status = rpc_status.from_call(error)
-            initial = dict(await call.initial_metadata() or ())
-            request_id = initial.get("x-request-id") or dict(error.trailing_metadata() or ()).get(
-                "x-request-id"
-            )
+            # From the trailers, which a grpc client always surfaces with the status: a stream's
+            # initial metadata, sent just before them, it at times loses (grpcio, both servers).
+            request_id = dict(error.trailing_metadata() or ()).get("x-request-id")
             return Answer(
                 error.code().value[0],
                 error.details() or "",

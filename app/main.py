@@ -162,6 +162,8 @@ class Portico:
                 idempotency=idempotency,
                 standard=self.standard,
                 known_errors=store_errors,
+                body_timeout=settings.body_timeout_seconds,
+                header_timeout=settings.header_timeout_seconds,
             )
         except RuntimeError:
             raise PortBusy("gRPC", settings.grpc_host, settings.grpc_port) from None

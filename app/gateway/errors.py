@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Sequence
+from urllib.parse import quote
 
 import grpc
 from google.protobuf import any_pb2, json_format
@@ -50,6 +51,14 @@ CODE_BY_NUMBER: dict[int, grpc.StatusCode] = {c.value[0]: c for c in grpc.Status
 INTERNAL_MESSAGE = "internal error"
 # The trailer that carries a google.rpc.Status (what grpcio-status reads and writes).
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
+# What grpc-message keeps as it is (PROTOCOL-HTTP2.md: space and VCHAR but "%"); every other
+# byte is percent-encoded, as grpc servers encode it.
+_MESSAGE_UNENCODED = "".join(chr(c) for c in range(0x20, 0x7F) if c != 0x25)
+
+
+def grpc_message(text: str) -> str:
+    """A status message as gRPC's ``grpc-message`` header carries it."""
+    return quote(text, safe=_MESSAGE_UNENCODED)
 
 
 def http_status(code: grpc.StatusCode) -> int:
@@ -175,6 +184,32 @@ def body_too_slow(seconds: float) -> HttpRefusal:
         grpc.StatusCode.DEADLINE_EXCEEDED,
         f"request body not received within {seconds:g} seconds",
         http_status=408,
+    )
+
+
+def method_not_found(path: str) -> GatewayError:
+    """A call of a method nobody serves: UNIMPLEMENTED, in every RPC protocol as a grpc server
+    answers it."""
+    return GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {path}")
+
+
+def unsupported_encoding(
+    header: str, encoding: str, headers: Sequence[tuple[str, str]] = ()
+) -> GatewayError:
+    """A message encoding this server does not decode: UNIMPLEMENTED in every RPC protocol, the
+    code gRPC's compression spec gives it."""
+    return GatewayError(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"{header} {encoding!r} is not supported; use gzip or identity",
+        headers=headers,
+    )
+
+
+def header_not_parsed(name: str, why: str = "") -> GatewayError:
+    """A gRPC header (``grpc-timeout``, a ``-bin`` value) that does not parse: INTERNAL, in
+    grpc core's words, as a grpc server (the grpc.aio port) answers it before any handler."""
+    return GatewayError(
+        grpc.StatusCode.INTERNAL, f"Error parsing '{name}' metadata" + (f": {why}" if why else "")
     )
 
 

@@ -12,8 +12,8 @@ import binascii
 import itertools
 import os
 import time
-from collections.abc import Awaitable, Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Coroutine
+from typing import Any, TypeVar
 
 import grpc
 from starlette.types import Receive, Scope, Send
@@ -172,6 +172,30 @@ async def _read_body_within(receive: Receive, limit: int, timeout: float) -> byt
         raise
     finally:
         reads.leave(task)
+
+
+T = TypeVar("T")
+NO_MESSAGE = "the request has no message; this method takes exactly one"
+MORE_THAN_ONE = "the request has more than one message; this method takes one"
+
+
+async def only_message(messages: AsyncIterator[T], timeout: float) -> T:
+    """The one request message of a call that takes one, and the end of its request, within
+    ``timeout`` seconds (the body timeout: a call whose message never comes is 408
+    DEADLINE_EXCEEDED); none or a second is INVALID_ARGUMENT."""
+    try:
+        return await slow_reads().within(timeout, _only(messages))
+    except TimeoutError:
+        raise body_too_slow(timeout) from None
+
+
+async def _only(messages: AsyncIterator[T]) -> T:
+    first = await anext(messages, None)
+    if first is None:
+        raise BadRequest(NO_MESSAGE)
+    if await anext(messages, None) is not None:
+        raise BadRequest(MORE_THAN_ONE)
+    return first
 
 
 def pump_cancelling_on_disconnect(

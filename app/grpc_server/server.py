@@ -4,7 +4,9 @@ and health.
 Handlers are built generically from the registry (no generated ``add_*_to_server`` needed), each
 wrapped so that an unexpected exception becomes INTERNAL with a generic message, exactly as on
 the REST side, and so that the authenticate hook runs for every call (without one, every call is
-refused: see ``app/gateway/admission.py``).
+refused: see ``app/gateway/admission.py``). Health and reflection pass the same wrapping (the
+gate's policy makes them public), and every call is bounded as on the HTTP port (see
+:mod:`app.grpc_server.bounds`).
 """
 
 from __future__ import annotations
@@ -20,16 +22,17 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
-from grpc_health.v1 import health_pb2_grpc
 from grpc_status import rpc_status
 
+from app.gateway import http_io
 from app.gateway.admission import refuse_every_call
-from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError
+from app.gateway.errors import INTERNAL_MESSAGE, BadRequest, GatewayError, method_not_found
 from app.gateway.idempotency import Idempotency, keyed
 from app.gateway.message_checks import request_violations
 from app.gateway.open_streams import SHUTTING_DOWN, OpenStreams, Stream
 from app.gateway.options import Authenticate, KnownErrors, no_known_errors
 from app.gateway.registry import Method, Registry
+from app.grpc_server.bounds import server_options
 from app.grpc_server.context import IdentifiedContext
 from app.grpc_server.idempotency import run_once
 from app.grpc_server.observed import observed, traced_servicer
@@ -50,13 +53,6 @@ class _Health:
 # object has no place for it) for as long as the server lives.
 _HEALTH: weakref.WeakKeyDictionary[grpc.aio.Server, _Health] = weakref.WeakKeyDictionary()
 
-_HANDLER_FACTORIES = {
-    "unary": grpc.unary_unary_rpc_method_handler,
-    "server_streaming": grpc.unary_stream_rpc_method_handler,
-    "client_streaming": grpc.stream_unary_rpc_method_handler,
-    "bidi_streaming": grpc.stream_stream_rpc_method_handler,
-}
-
 
 def create_server(
     address: str,
@@ -73,6 +69,8 @@ def create_server(
     idempotency: Idempotency | None = None,
     standard: StandardServices | None = None,
     known_errors: KnownErrors = no_known_errors,
+    body_timeout: float = limits.DEFAULT_BODY_TIMEOUT_SECONDS,
+    header_timeout: float = limits.DEFAULT_HEADER_TIMEOUT_SECONDS,
 ) -> tuple[grpc.aio.Server, int]:
     """A server bound to ``address`` (port 0 picks a free one) serving every registered method
     that has a servicer; returns it unstarted with the bound port.
@@ -84,20 +82,28 @@ def create_server(
     ``idempotency`` runs calls that carry an idempotency key at most once; ``standard`` are the
     health and reflection services to serve (shared with the HTTP port's, where it serves them);
     ``known_errors`` says what a servicer's or a hook's exception stands for, as on the HTTP side.
+    A request message must arrive within ``body_timeout`` seconds; a connection's handshake
+    within ``header_timeout``, which is also how long an idle connection stays open.
     """
+    if standard is None:
+        standard = StandardServices(service.full_name for service in registry.services)
     admission = _Admission(
         authenticate,
         strict,
         OpenStreams() if streams is None else streams,
         idempotency,
         known_errors,
+        body_timeout,
+        frozenset(standard.servicers),
     )
     server = grpc.aio.server(
-        interceptors=tuple(interceptors), options=[("grpc.so_reuseport", int(shared_port))]
+        interceptors=tuple(interceptors),
+        options=[("grpc.so_reuseport", int(shared_port)), *server_options(header_timeout)],
     )
+    every = {**servicers, **standard.servicers}
     served: list[str] = []
-    for service in registry.services:
-        servicer = servicers.get(service.full_name)
+    for service in (registry + standard.registry).services:
+        servicer = every.get(service.full_name)
         # A service without a servicer is still registered, so its callers meet the same
         # authentication as everywhere and then a clear UNIMPLEMENTED, as over REST.
         handlers = {
@@ -112,12 +118,8 @@ def create_server(
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(service.full_name, handlers),)
         )
-        if servicer is not None:
+        if servicer is not None and service.full_name in servicers:
             served.append(service.full_name)
-    if standard is None:
-        standard = StandardServices(service.full_name for service in registry.services)
-    health_pb2_grpc.add_HealthServicer_to_server(standard.health, server)
-    server.add_generic_rpc_handlers(standard.reflection.handlers())
     # Last: what no handler above serves is answered (and counted) here, as REST counts paths
     # no binding matches, instead of by grpc's own UNIMPLEMENTED, which no metric sees.
     server.add_generic_rpc_handlers((_Unmatched(telemetry or Telemetry()),))
@@ -156,7 +158,10 @@ class _Unmatched(grpc.GenericRpcHandler):
             # A stream handler, whatever the caller's kind: nothing of the call is read.
             observation = rpc.begin()
             observation.end(grpc.StatusCode.UNIMPLEMENTED.name)
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {method}")
+            # With its request id and status details, as every other answer.
+            await IdentifiedContext(context).abort_with_status(
+                rpc_status.to_status(method_not_found(method).status())
+            )
 
         return grpc.stream_stream_rpc_method_handler(refuse)
 
@@ -173,8 +178,15 @@ class _Admission:
         streams: OpenStreams,
         idempotency: Idempotency | None = None,
         known_errors: KnownErrors = no_known_errors,
+        body_timeout: float = limits.DEFAULT_BODY_TIMEOUT_SECONDS,
+        own_services: frozenset[str] = frozenset(),
     ) -> None:
         self.authenticate = authenticate
+        self.body_timeout = body_timeout  # for a call's one request message
+        # gRPC's own services (health, reflection) keep grpc's course at shutdown: a health
+        # watch says NOT_SERVING when the shutdown begins and ends with the server, instead of
+        # being ended at once with the API's streams.
+        self.own_services = own_services
         self.strict = strict
         self.streams = streams
         self.idempotency = idempotency
@@ -185,12 +197,17 @@ class _Admission:
         await self.authenticate(method, tuple(context.invocation_metadata() or ()), context.peer)
         if method.client_streaming:
             return request  # parsed and checked message by message as the servicer reads
-        return _checked(_parse(method, request), self.strict)
+        data = await http_io.only_message(request, self.body_timeout)
+        return _checked(_parse(method, data), self.strict)
 
     def open(self, method: Method, context: IdentifiedContext) -> Any:
         """Around a call: a stream is registered, and ended with UNAVAILABLE on shutdown."""
         if method.kind == "unary":
             return contextlib.nullcontext()
+        if method.service in self.own_services:
+            task = asyncio.current_task()
+            assert task is not None
+            return contextlib.nullcontext(Stream(task, 0.0))  # one the shutdown does not end
         return _open_stream(self.streams, context)
 
 
@@ -200,7 +217,13 @@ def _method_handler(
     admit: _Admission,
     telemetry: Telemetry,
 ) -> grpc.RpcMethodHandler:
-    factory = _HANDLER_FACTORIES[method.kind]
+    # Every kind reads its requests as a stream: a call of one request gets it from
+    # http_io.only_message, under the body timeout (grpc's unary handlers would wait for ever).
+    factory = (
+        grpc.stream_stream_rpc_method_handler
+        if method.server_streaming
+        else grpc.stream_unary_rpc_method_handler
+    )
     behaviour = traced_servicer(method.full_name, behaviour)
     if method.server_streaming:
         wrapped: Callable[..., Any] = _guard_stream(method, behaviour, admit)
@@ -210,8 +233,8 @@ def _method_handler(
     wrapped = observed(telemetry, method.full_name, method.server_streaming, wrapped)
     # grpc answers a request its deserializer cannot read with UNKNOWN and a logged traceback,
     # before any handler of ours runs. A single request therefore arrives as bytes and is parsed
-    # in the guard (after authentication); streamed requests raise MalformedRequest, which
-    # travels through the servicer's read to the guard.
+    # in the guard (after authentication and its read); streamed requests raise
+    # MalformedRequest, which travels through the servicer's read to the guard.
     return factory(
         wrapped,
         request_deserializer=(

@@ -22,10 +22,12 @@ class _ReflectionServicer:
     def __init__(self, reflection: Reflection) -> None:
         self._reflection = reflection
 
-    def ServerReflectionInfo(  # the RPC's name
+    async def ServerReflectionInfo(  # the RPC's name
         self, requests: AsyncIterator[Any], context: Any
     ) -> AsyncIterator[Any]:
-        return self._reflection.info(_as_v1alpha(requests), context)
+        # An async generator, as streaming servicers are (both ports' wrappers tell them so).
+        async for reply in self._reflection.info(_as_v1alpha(requests), context):
+            yield reply
 
 
 async def _as_v1alpha(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:

@@ -33,6 +33,7 @@ from pyvoy._server import get_envoy_environ
 from app import __version__
 from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
 from app.server.serving import url_host
+from app.settings import limits
 from app.settings.config import Settings
 from app.settings.limits import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 
@@ -40,8 +41,8 @@ log = logging.getLogger("portico")
 
 # The module a worker runs: its ``app`` and its ``websocket_app`` (see app/server/pyvoy_app.py).
 APP_MODULE = "app.server.pyvoy_app"
-# Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one).
-MAX_CONCURRENT_STREAMS = 1024
+# HTTP/2's concurrent streams: the bound the grpc.aio port has too (app/settings/limits.py).
+MAX_CONCURRENT_STREAMS = limits.MAX_CONCURRENT_STREAMS
 # How long the start-up line waits for Envoy's listener, and how often it looks.
 LISTEN_WAIT_SECONDS = 10.0
 LISTEN_POLL_SECONDS = 0.01

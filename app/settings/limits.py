@@ -24,7 +24,8 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 # included), and how many fields. Beyond either the answer is 431 and the connection closes, on
 # every server (uvicorn's protocol counts, Envoy's max_request_headers_kb and max_headers_count
 # are set from these). Browsers send under 2 KB in some 20 fields; a head of cookies and tokens
-# from a proxy chain seldom reaches 16 KB.
+# from a proxy chain seldom reaches 16 KB. The grpc.aio port holds a call's metadata to the same
+# bytes (RESOURCE_EXHAUSTED past them).
 MAX_REQUEST_HEAD_BYTES = 64 * 1024
 MAX_REQUEST_HEADERS = 100
 # Items (objects, arrays and the members and elements in them) of one JSON document: a request
@@ -62,6 +63,9 @@ STREAM_HEADERS_WAIT_SECONDS = 2.0
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 10.0
 DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
+# Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one), on the
+# one port and on the grpc.aio port; a stream past them is refused (REFUSED_STREAM).
+MAX_CONCURRENT_STREAMS = 1024
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

@@ -92,12 +92,15 @@ MEANINGS: dict[str, str] = {
     ),
     "header_timeout_seconds": (
         "a request's headers must arrive within this (from the connection's opening, or from the "
-        "first byte of a later request on it), else `408` and the connection is closed (0.001 to "
-        "86400; checked once a second, so it may fire up to a second late)"
+        "first byte of a later request on it), else `408` and the connection is closed; a "
+        "connection idle this long is closed (on the grpc.aio port too, which also closes a "
+        "connection whose HTTP/2 handshake takes longer) (0.001 to 86400; checked once a second, "
+        "so it may fire up to a second late)"
     ),
     "body_timeout_seconds": (
-        "a request body (of any call but a client stream) must arrive within this, else `408` "
-        "(0.001 to 86400; checked once a second, so it may fire up to a second late)"
+        "a request body (of any call but a client stream; over gRPC, on either port, a call's "
+        "one request message) must arrive within this, else `408` (`DEADLINE_EXCEEDED`) (0.001 "
+        "to 86400; checked once a second, so it may fire up to a second late)"
     ),
     "stream_heartbeat_seconds": (
         "no HTTP stream is quiet longer than this: it gets a keepalive (SSE `: keepalive` "

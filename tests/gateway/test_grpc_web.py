@@ -89,7 +89,7 @@ def test_client_stream_is_served_too() -> None:
         (b"!!!!", TEXT, "3", "not base64"),
         (frame(b""), {"content-type": "application/grpc-web+thrift"}, "3", "not supported"),
         (frame(b"", flags=1), WEB, "3", "compressed"),
-        (frame(b""), {**WEB, "grpc-encoding": "snappy"}, "3", "snappy"),
+        (frame(b""), {**WEB, "grpc-encoding": "snappy"}, "12", "snappy"),
         (frame(b""), {**WEB, "grpc-timeout": "soon"}, "3", "grpc-timeout"),
     ],
 )

@@ -23,7 +23,13 @@ from app.gateway import http_io
 from app.gateway.codec.transcoding import query_pairs
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
-from app.gateway.errors import BadRequest, GatewayError, HttpRefusal, unsupported_media_type
+from app.gateway.errors import (
+    BadRequest,
+    GatewayError,
+    HttpRefusal,
+    unsupported_encoding,
+    unsupported_media_type,
+)
 from app.gateway.http.compression import GZIP_ONLY, accepts_gzip, gzip_bytes, whole_reply
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.decompression import gunzip
@@ -77,6 +83,11 @@ class ConnectFlow(ProtocolFlow):
 
     def codec_for(self, name: str) -> WireCodec | None:
         return self.proto if name == "proto" else self.json if name == "json" else None
+
+    async def refuse(
+        self, send: Send, error: GatewayError, request_id: str, headers: http_io.Headers
+    ) -> tuple[str, int]:
+        return await _send_error(send, error, request_id)
 
     def serve(
         self,
@@ -261,7 +272,7 @@ class ConnectStreamWire(LastFrameWire):
 
 async def _send_error(
     send: Send, error: GatewayError, request_id: str, context: GatewayContext | None = None
-) -> Ended:
+) -> tuple[str, int]:
     """Answer with Connect's error JSON; how the call ended."""
     payload = json.dumps(error_dict(error), separators=(",", ":")).encode()
     extra = error.headers
@@ -327,11 +338,7 @@ def _check_version(version: str) -> None:
 
 def _check_encoding(encoding: str, where: str) -> None:
     if encoding not in _ENCODINGS:
-        raise GatewayError(
-            grpc.StatusCode.UNIMPLEMENTED,
-            f"{where} {encoding!r} is not supported; use gzip or identity",
-            headers=[("accept-encoding", _ACCEPT_ENCODING)],
-        )
+        raise unsupported_encoding(where, encoding, [("accept-encoding", _ACCEPT_ENCODING)])
 
 
 def _apply_timeout(context: GatewayContext, headers: http_io.Headers) -> None:

@@ -4,7 +4,8 @@ Every RPC has the canonical path ``/package.Service/Method``, and the same path 
 prefix (``/api`` by default, as connect-go servers were mounted). There:
 
 - ``application/grpc-web*`` is gRPC-Web; ``application/grpc`` (``+proto``, ``+json``) is
-  native gRPC, which also answers a method nobody serves (UNIMPLEMENTED, as a gRPC server does);
+  native gRPC; each (and Connect, by its header or content types) also answers a method nobody
+  serves (UNIMPLEMENTED, "Method not found", as a gRPC server does);
 - below the prefix, everything else is Connect;
 - on the bare canonical path, Connect's own content types (``application/proto``,
   ``application/connect+*``), a ``Connect-Protocol-Version`` header, or a ``GET`` of a method
@@ -24,7 +25,7 @@ from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec
 from app.gateway.http_rules import BindingPlan
 from app.gateway.protocols.connect import ConnectFlow
 from app.gateway.protocols.grpc_web import CONTENT_TYPE_PREFIX, GrpcWebFlow
-from app.gateway.protocols.native_grpc import NativeGrpcFlow, is_native_grpc, unmatched
+from app.gateway.protocols.native_grpc import NativeGrpcFlow, is_native_grpc
 from app.gateway.stages import Stages
 
 _GRPC_WEB = CONTENT_TYPE_PREFIX.encode()
@@ -48,7 +49,6 @@ class ProtocolSwitch:
         self.connect = ConnectFlow(stages, proto, codec)
         self.grpc_web = GrpcWebFlow(stages, proto, codec)
         self.grpc = NativeGrpcFlow(stages, proto, codec)
-        self.telemetry = stages.options.telemetry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
@@ -78,12 +78,20 @@ class ProtocolSwitch:
             await self.rest(scope, receive, send)
 
     async def _no_rpc(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A path no RPC has: REST's routes decide, but a gRPC client hears gRPC's answer."""
+        """A path no RPC has: REST's routes decide, but an RPC client hears its protocol's
+        answer."""
         path = scope["path"]
         if scope["method"] == "POST" and path.count("/") == 2:  # like /package.Service/Method
             headers = dict(scope["headers"])
-            if is_native_grpc(headers.get(b"content-type", b"").lower()):
-                await unmatched(self.telemetry, path, headers, send)
+            content_type = headers.get(b"content-type", b"").lower()
+            if is_native_grpc(content_type):
+                await self.grpc.unmatched(path, headers, send)
+                return
+            if content_type.startswith(_GRPC_WEB):
+                await self.grpc_web.unmatched(path, headers, send)
+                return
+            if b"connect-protocol-version" in headers or content_type.startswith(_CONNECT_ONLY):
+                await self.connect.unmatched(path, headers, send)
                 return
         await self.rest(scope, receive, send)
 

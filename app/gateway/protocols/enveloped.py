@@ -20,14 +20,14 @@ from starlette.types import Receive, Scope, Send
 from app.gateway import http_io
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
-from app.gateway.errors import BadRequest, GatewayError
+from app.gateway.errors import BadRequest, GatewayError, method_not_found
 from app.gateway.http.decompression import gunzip
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, Request, admit, stream_ending, until_deadline
 from app.gateway.protocols.envelopes import COMPRESSED, read_envelopes
 from app.gateway.stages import Stages
-from app.observe.calls import Observation
+from app.observe.calls import UNMATCHED, Observation
 
 
 class EnvelopeWire(Protocol):
@@ -112,6 +112,20 @@ class ProtocolFlow:
         """The call in this protocol, answered; how it ended."""
         raise NotImplementedError
 
+    async def refuse(
+        self, send: Send, error: GatewayError, request_id: str, headers: http_io.Headers
+    ) -> tuple[str, int]:
+        """Answer a call refused before it began with ``error``; its code and HTTP status."""
+        raise NotImplementedError
+
+    async def unmatched(self, path: str, headers: http_io.Headers, send: Send) -> None:
+        """A call of a method nobody serves: UNIMPLEMENTED, as a grpc server answers it,
+        counted as unmatched."""
+        observation = self.stages.options.telemetry.rpc(self.protocol, UNMATCHED).begin()
+        error, request_id = method_not_found(path), http_io.request_id(headers)
+        refused = await self.refuse(send, error, request_id, headers)
+        observation.end(*refused)
+
 
 async def serve_enveloped(
     stages: Stages, plan: BindingPlan, call: Call, wire: EnvelopeWire, receive: Receive, send: Send
@@ -157,7 +171,7 @@ async def _run(
             context.read_from(messages)
             request = messages
         else:
-            request = await _only_message(messages)
+            request = await http_io.only_message(messages, stages.options.body_timeout_seconds)
         if not method.server_streaming:
             reply = await stages.invoker.unary(call, request)
             await start()
@@ -210,16 +224,6 @@ async def _messages(
                 )
             payload = gunzip(payload, limit)
         yield wire.codec.decode(payload, plan.method, f"request message {number}")
-
-
-async def _only_message(messages: AsyncIterator[Message]) -> Message:
-    """The one request of a call that takes one: none or a second is an error."""
-    first = await anext(messages, None)
-    if first is None:
-        raise BadRequest("the request has no message; this method takes exactly one")
-    if await anext(messages, None) is not None:
-        raise BadRequest("the request has more than one message; this method takes one")
-    return first
 
 
 def begin_observation(

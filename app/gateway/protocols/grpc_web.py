@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator, Awaitable
-from urllib.parse import quote
 
 from starlette.types import Receive, Scope, Send
 
@@ -19,8 +18,9 @@ from app.gateway.codec.wire_codecs import WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import (
     STATUS_DETAILS_KEY,
-    BadRequest,
     GatewayError,
+    grpc_message,
+    unsupported_encoding,
     unsupported_media_type,
 )
 from app.gateway.http_io import Ended, metadata_headers
@@ -50,7 +50,7 @@ class GrpcWebFlow(ProtocolFlow):
         receive: Receive,
         send: Send,
     ) -> Awaitable[Ended]:
-        mime = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
+        mime = _mime(headers)
         wire = GrpcWebWire(mime, self.proto, mime.startswith(_TEXT), headers)
         return self._serve(plan, scope, headers, wire, observation, receive, send)
 
@@ -68,16 +68,18 @@ class GrpcWebFlow(ProtocolFlow):
         try:
             wire.codec = self._codec(wire.mime)
             if wire.request_encoding not in _ENCODINGS:
-                raise BadRequest(
-                    f"grpc-encoding {wire.request_encoding!r} is not supported; use gzip",
-                    [("grpc-encoding", "gzip or identity")],
-                )
+                raise unsupported_encoding("grpc-encoding", wire.request_encoding)
             call = new_call(plan.method, headers, request_id, scope, observation)
         except GatewayError as exc:
-            await http_io.start(send, 200, wire.content_type, request_id, None)
-            await send({"type": "http.response.body", "body": wire.end(exc, None)})
-            return exc.code.name, 200
+            return await _refuse(send, exc, request_id, wire)
         return await serve_enveloped(self.stages, plan, call, wire, receive, send)
+
+    async def refuse(
+        self, send: Send, error: GatewayError, request_id: str, headers: http_io.Headers
+    ) -> tuple[str, int]:
+        mime = _mime(headers)
+        wire = GrpcWebWire(mime, self.proto, mime.startswith(_TEXT), headers)
+        return await _refuse(send, error, request_id, wire)
 
     def _codec(self, mime: str) -> WireCodec:
         subtype = mime.removeprefix(_TEXT if mime.startswith(_TEXT) else CONTENT_TYPE_PREFIX)
@@ -86,6 +88,19 @@ class GrpcWebFlow(ProtocolFlow):
         if subtype == "+json":
             return self.json
         raise unsupported_media_type(mime, "application/grpc-web+proto or +json")
+
+
+def _mime(headers: http_io.Headers) -> str:
+    return headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
+
+
+async def _refuse(
+    send: Send, error: GatewayError, request_id: str, wire: GrpcWebWire
+) -> tuple[str, int]:
+    """A call refused before it began: 200, and the status in the trailer frame."""
+    await http_io.start(send, 200, wire.content_type, request_id, None)
+    await send({"type": "http.response.body", "body": wire.end(error, None)})
+    return error.code.name, 200
 
 
 class GrpcWebWire(LastFrameWire):
@@ -111,10 +126,10 @@ class GrpcWebWire(LastFrameWire):
     def end(self, error: GatewayError | None, context: GatewayContext | None) -> bytes:
         lines = [f"grpc-status: {0 if error is None else error.code.value[0]}"]
         if error is not None:
-            lines.append(f"grpc-message: {quote(error.message, safe=' ')}")
-            if error.details:
-                status = base64.b64encode(error.status().SerializeToString()).decode()
-                lines.append(f"{STATUS_DETAILS_KEY}: {status}")
+            # The Status, with or without details, as native gRPC sends it.
+            status = base64.b64encode(error.status().SerializeToString()).decode()
+            lines.append(f"grpc-message: {grpc_message(error.message)}")
+            lines.append(f"{STATUS_DETAILS_KEY}: {status}")
         if context is not None:
             lines += [f"{k}: {v}" for k, v in metadata_headers(context.trailing_metadata_sent)]
         block = "".join(f"{line}\r\n" for line in lines).encode("latin-1", "replace")

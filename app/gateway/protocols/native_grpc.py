@@ -15,7 +15,7 @@ import base64
 import binascii
 import time
 from collections.abc import AsyncIterator, Awaitable
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import grpc
 from google.protobuf.message import Message
@@ -24,7 +24,14 @@ from starlette.types import Receive, Scope, Send
 from app.gateway import http_io
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext, Metadata
-from app.gateway.errors import STATUS_DETAILS_KEY, BadRequest, GatewayError
+from app.gateway.errors import (
+    STATUS_DETAILS_KEY,
+    BadRequest,
+    GatewayError,
+    grpc_message,
+    header_not_parsed,
+    unsupported_encoding,
+)
 from app.gateway.http.compression import MIN_BYTES as COMPRESS_MIN_BYTES
 from app.gateway.http.compression import gzip_bytes
 from app.gateway.http.decompression import gunzip
@@ -34,13 +41,13 @@ from app.gateway.invoker import Call, admit, grace_ended, unary_reply, unexpecte
 from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
 from app.gateway.protocols.envelopes import COMPRESSED, envelope
 from app.gateway.stages import Stages
-from app.observe.calls import UNMATCHED, Observation, Telemetry
+from app.observe.calls import Observation
 
 CONTENT_TYPE = b"application/grpc"
 CLIENT_CERT_HEADER = b"x-forwarded-client-cert"  # Envoy's, with the verified certificate
 TRAILERS_EXTENSION = "http.response.trailers"
 # What a request may compress with, and what this server says it accepts.
-_ENCODINGS = ("", "identity", "gzip")
+_ENCODINGS = (b"identity", b"gzip")
 _ACCEPT_ENCODING = (b"grpc-accept-encoding", b"gzip")
 # HTTP's own headers and gRPC's reserved ones: never metadata (PROTOCOL-HTTP2.md).
 _NOT_METADATA = frozenset(
@@ -161,6 +168,12 @@ class NativeGrpcFlow(ProtocolFlow):
             return exc.code.name, 200
         return await serve_enveloped(self.stages, plan, call, wire, receive, send)
 
+    async def refuse(
+        self, send: Send, error: GatewayError, request_id: str, headers: http_io.Headers
+    ) -> tuple[str, int]:
+        await send_status_only(send, error, request_id, None)
+        return error.code.name, 200
+
     def _call(
         self,
         plan: BindingPlan,
@@ -214,12 +227,11 @@ class GrpcWire:
     def __init__(self, codec: WireCodec, headers: http_io.Headers) -> None:
         self.codec = codec
         self.content_type = CONTENT_TYPE if codec.name == "proto" else CONTENT_TYPE + b"+json"
-        self.request_encoding = headers.get(b"grpc-encoding", b"").decode("latin-1")
-        if self.request_encoding not in _ENCODINGS:
-            raise GatewayError(
-                grpc.StatusCode.UNIMPLEMENTED,
-                f"grpc-encoding {self.request_encoding!r} is not supported; use gzip or identity",
-            )
+        encoding = headers.get(b"grpc-encoding")
+        # Present, it must name one (an empty value too): grpc core refuses every other.
+        if encoding is not None and encoding not in _ENCODINGS:
+            raise unsupported_encoding("grpc-encoding", encoding.decode("latin-1"))
+        self.request_encoding = "" if encoding is None else encoding.decode("latin-1")
         self.compress = self.request_encoding == "gzip"
         # The reply's own headers, whatever the call: as the flows pass them (text), and
         # encoded once for the unary reply's start (see start_headers).
@@ -254,17 +266,28 @@ class GrpcWire:
     def end_trailers(
         self, error: GatewayError | None, context: GatewayContext
     ) -> list[tuple[bytes, bytes]]:
-        return trailers(error, context)
+        block = trailers(error, context)
+        if error is not None:
+            # The id in the trailers too, as the grpc.aio port's aborts have it: a grpc client
+            # that sees a stream's status right after its headers at times surfaces none of
+            # the latter (grpcio: about one refused stream in fifty), never without these.
+            ids = [
+                v
+                for k, v in context.invocation_metadata()
+                if k == "x-request-id" and isinstance(v, str)
+            ]
+            block += [(b"x-request-id", value.encode("latin-1")) for value in ids[:1]]
+        return block
 
     def only_message(self, body: bytes, plan: BindingPlan, limit: int) -> Message:
         """The one request message of a unary call, from its whole body."""
         if len(body) < _ENVELOPE_HEADER:
-            raise BadRequest("the request has no message; this method takes exactly one")
+            raise BadRequest(http_io.NO_MESSAGE)
         flags = body[0]
         length = int.from_bytes(body[1:_ENVELOPE_HEADER], "big")
         if len(body) != _ENVELOPE_HEADER + length:
             raise BadRequest(
-                "the request is not exactly one message; this method takes one"
+                http_io.MORE_THAN_ONE
                 if len(body) > _ENVELOPE_HEADER + length
                 else "the request ends inside its message"
             )
@@ -288,6 +311,9 @@ def grpc_call(
     """The call for a gRPC request: every custom header is metadata; ``grpc-timeout`` the
     deadline."""
     metadata, deadline = grpc_metadata(headers, request_id)
+    if deadline is not None and deadline <= time.monotonic():
+        # Over before it began (grpc-timeout: 0n): refused before the gate, as grpc core does.
+        raise GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
     context = GatewayContext(metadata, scope.get("client"), deadline)
     return Call(plan.method, request_id, headers, context, observation)
 
@@ -335,14 +361,20 @@ def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, 
             key = _metadata_name(raw_key)
         if not key:
             continue
+        # A value that does not parse is INTERNAL, in grpc core's words: the grpc.aio port's
+        # answer, which grpc core gives before Portico sees the call.
         if key is _TIMEOUT:
-            value = raw_value.decode("latin-1")
-            deadline = time.monotonic() + http_io.timeout_seconds(value)
+            try:
+                seconds = http_io.timeout_seconds(raw_value.decode("latin-1"))
+            except BadRequest:
+                raise header_not_parsed("grpc-timeout") from None
+            deadline = time.monotonic() + seconds
         elif key.endswith("-bin"):
             try:
-                found.append((key, base64.b64decode(raw_value + b"=" * (-len(raw_value) % 4))))
-            except binascii.Error as exc:
-                raise BadRequest(f"metadata {key} is not base64", [(key, "not base64")]) from exc
+                padded = raw_value + b"=" * (-len(raw_value) % 4)
+                found.append((key, base64.b64decode(padded, validate=True)))
+            except binascii.Error:
+                raise header_not_parsed(key, "illegal base64 encoding") from None
         else:
             found.append((key, raw_value.decode("latin-1")))
     return tuple(found), deadline
@@ -351,17 +383,18 @@ def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, 
 def trailers(
     error: GatewayError | None, context: GatewayContext | None
 ) -> list[tuple[bytes, bytes]]:
-    """The status (and trailing metadata) as gRPC's trailers."""
+    """The status (and trailing metadata) as gRPC's trailers; an error's ``google.rpc.Status``
+    goes in ``grpc-status-details-bin`` whether it has details or not, as grpc servers send it
+    (the grpc.aio port too), so that a client reads every refusal's status the same way."""
     if error is None:
         block = [(b"grpc-status", b"0")]
     else:
+        status = base64.b64encode(error.status().SerializeToString()).rstrip(b"=")
         block = [
             (b"grpc-status", str(error.code.value[0]).encode()),
-            (b"grpc-message", quote(error.message, safe=" ").encode()),
+            (b"grpc-message", grpc_message(error.message).encode()),
+            (STATUS_DETAILS_KEY.encode(), status),
         ]
-        if error.details:
-            status = base64.b64encode(error.status().SerializeToString()).rstrip(b"=")
-            block.append((STATUS_DETAILS_KEY.encode(), status))
     if context is not None and context.trailing_metadata_sent:
         block += [
             (key.encode("latin-1"), value.encode("latin-1"))
@@ -406,11 +439,3 @@ async def _without_trailers(send: Send, request_id: str) -> Ended:
     )
     await send_status_only(send, error, request_id, None)
     return error.code.name, 200
-
-
-async def unmatched(telemetry: Telemetry, path: str, headers: http_io.Headers, send: Send) -> None:
-    """A gRPC call of a method nobody serves: UNIMPLEMENTED, counted as unmatched."""
-    observation = telemetry.rpc("grpc", UNMATCHED).begin()
-    error = GatewayError(grpc.StatusCode.UNIMPLEMENTED, f"Method not found: {path}")
-    await send_status_only(send, error, http_io.request_id(headers), None)
-    observation.end(error.code.name, 200)

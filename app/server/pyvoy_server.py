@@ -31,6 +31,7 @@ from pyvoy import PyvoyServer
 from pyvoy._server import get_envoy_environ
 
 from app import __version__
+from app.server import envoy_limits
 from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
 from app.server.serving import url_host
 from app.settings.config import Settings
@@ -93,6 +94,7 @@ class EnvoyConfig(PyvoyServer):
                     typed = network_filter.get("typed_config", {})
                     if typed.get("@type", "").endswith("HttpConnectionManager"):
                         typed.update(_limits(seconds))
+                        envoy_limits.harden_connection_manager(typed, self.settings)
                     elif network_filter.get("name") == "pyvoy-ws":
                         _bridge_websockets(typed["filter_config"], self.module)
         return config

@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 from app.main import Portico
 from app.observe import tracing
 from app.observe.logs import configure_logging
+from app.server.envoy_limits import STREAM_WINDOW_BYTES
 from app.server.serving import STARTUP_REFUSALS, settle_heap
 from app.settings.config import ConfigurationError, Settings
 
@@ -40,6 +41,12 @@ READY, DRAIN, DRAINED, RELOAD = b"ready", b"drain", b"drained", b"reload"
 # How often a stream whose request has ended asks pyvoy whether its client is still there.
 DISCONNECT_POLL_FIRST_SECONDS = 0.05
 DISCONNECT_POLL_MAX_SECONDS = 1.0
+# A reply's body larger than this is handed to Envoy in pieces of it, each once Envoy took the
+# last: pyvoy holds the next piece while the stream is past its buffers' high watermark (one
+# HTTP/2 stream window, or the connection's buffer), so a client that reads nothing holds about
+# a window and two pieces, not the whole reply (a body handed over at once is buffered whole,
+# whatever the client reads). Envoy ends a stream that stays stalled (app/server/envoy_limits.py).
+PIECE_BYTES = STREAM_WINDOW_BYTES // 2
 
 log = logging.getLogger("portico")
 
@@ -86,7 +93,7 @@ class PyvoyApp:
         try:
             if scope["type"] == "http":
                 receive = _BodyThenDisconnect(receive)
-            await self.http(scope, receive, _dropped_once_gone(send))
+            await self.http(scope, receive, _replies_to(send))
         finally:
             self.in_flight.discard(task)
             if not self.in_flight and self.portico is not None and self.portico.shutting_down:
@@ -219,18 +226,36 @@ class _BodyThenDisconnect:
             pause = min(pause * 2, DISCONNECT_POLL_MAX_SECONDS)
 
 
-def _dropped_once_gone(send: Send) -> Send:
-    """``send``, whose events are dropped once the client has gone, as uvicorn drops them: pyvoy
-    raises OSError (as ASGI allows), which would reach a stream's flow as its servicer failing;
-    the flow hears of the disconnect from ``receive``, as on uvicorn."""
+def _replies_to(send: Send) -> Send:
+    """``send``, handing a large body over in pieces (see :data:`PIECE_BYTES`), its events dropped
+    once the client has gone, as uvicorn drops them: pyvoy raises OSError (as ASGI allows), which
+    would reach a stream's flow as its servicer failing; the flow hears of the disconnect from
+    ``receive``, as on uvicorn."""
 
     async def send_or_drop(message: Any) -> None:
-        try:  # noqa: SIM105 - not contextlib.suppress: every event of every call passes here
-            await send(message)
+        try:
+            if len(message.get("body", b"")) > PIECE_BYTES:
+                await _in_pieces(send, message)
+            else:
+                await send(message)
         except OSError:
             pass
 
     return send_or_drop
+
+
+async def _in_pieces(send: Send, message: Any) -> None:
+    body = message["body"]
+    start = 0
+    while len(body) - start > PIECE_BYTES:
+        piece = body[start : start + PIECE_BYTES]
+        # Awaited once the event is let go: pyvoy copied the piece, only its copy waits.
+        taken = send({"type": "http.response.body", "body": piece, "more_body": True})
+        del piece
+        start += PIECE_BYTES
+        await taken
+    more = message.get("more_body", False)
+    await send({"type": "http.response.body", "body": body[start:], "more_body": more})
 
 
 def _quiet_about_dropped_receives(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

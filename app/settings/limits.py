@@ -55,6 +55,11 @@ STREAM_HEADERS_WAIT_SECONDS = 2.0
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 10.0
 DEFAULT_HEADER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
+# Under pyvoy, a REST call's stream that sees no event this long ends (Envoy's default).
+DEFAULT_STREAM_IDLE_SECONDS = 300.0
+# The heap of a pyvoy worker's allocator (Envoy's buffers, the app's larger objects) by whose
+# shares Envoy's overload manager sheds load (app/server/envoy_limits.py).
+DEFAULT_MAX_HEAP_BYTES = 512 * 1024**2
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

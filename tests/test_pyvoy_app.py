@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.server.pyvoy_app import PIECE_BYTES, _replies_to
+from app.server.pyvoy_app import PIECE_BYTES, PyvoyApp, _replies_to
 from tests.harness import run
 
 
@@ -54,3 +54,37 @@ def test_a_large_body_goes_out_in_pieces_each_once_envoy_took_the_last() -> None
         assert sent[3:] == [(10, False)]
 
     run(scenario())
+
+
+class EmptyRecvCallable:
+    """pyvoy's receive for a request whose body ended with its headers, by its name."""
+
+    def __init__(self, event: str) -> None:
+        self.event = event
+
+    async def __call__(self) -> dict[str, Any]:
+        return {"type": self.event}
+
+
+def test_a_stream_reset_before_its_turn_is_dropped_unanswered_while_the_loop_is_behind() -> None:
+    # A flood of resets fills the loop's queue with streams nobody waits for any more: the app
+    # works none of them out.
+    answered: list[str] = []
+
+    async def http(scope: Any, receive: Any, send: Any) -> None:
+        answered.append(scope["path"])
+
+    async def scenario() -> None:
+        app = PyvoyApp(lambda settings: None)
+        app.http = http
+        app.behind = True
+        for path, event in (("/reset", "http.disconnect"), ("/open", "http.request")):
+            scope = {"type": "http", "path": path}
+            await app(scope, EmptyRecvCallable(event), _never_sent)
+
+    run(scenario())
+    assert answered == ["/open"]
+
+
+async def _never_sent(message: Any) -> None:
+    raise AssertionError(message)

@@ -20,6 +20,14 @@ facing untrusted clients, added to the configuration pyvoy writes.
   unsent bytes are reset, the largest first, up to 50 whenever the heap's share changes (every
   tracked one by :data:`RESET_STREAMS_ALL`); from :data:`DRAIN_AT` kept-alive connections are
   drained; from :data:`REFUSE_AT` new requests are answered 503 and new connections closed.
+- **Connections.** At most :data:`MAX_CONNECTIONS` client connections per worker at once, and
+  :data:`CONNECTIONS_PER_SECOND` new ones a second (a burst of as many); past them a connection
+  is closed as soon as it is accepted.
+- **Resets.** A connection is closed once :data:`PREMATURE_RESET_STREAMS` of its streams have
+  ended and half of them were reset by the client within :data:`PREMATURE_RESET_SECONDS` of
+  their start (or as soon as that half is certain); and Envoy starts one new stream of a
+  connection per turn of its loop (:data:`REQUESTS_PER_IO_CYCLE`), so that a stream reset in the
+  same read as its headers ends in Envoy and never reaches the app ("rapid reset").
 - **Addresses.** The client's address is the socket's (``use_remote_address``), and forwarding
   headers reach the app as the client sent them (``skip_xff_append``), where
   ``PORTICO_TRUSTED_PROXIES`` decides whether they are believed (:mod:`app.auth.client_address`),
@@ -43,6 +51,19 @@ CONNECTION_BUFFER_BYTES = 128 * 1024
 # 256 MiB): what a client may send on a stream, and on the connection, before Envoy reads it.
 STREAM_WINDOW_BYTES = 64 * 1024
 CONNECTION_WINDOW_BYTES = 1024 * 1024
+# Client connections one worker holds at once (a quarter of a common file descriptor limit,
+# leaving room for the store's and upstreams' connections and the files).
+MAX_CONNECTIONS = 16_384
+# New connections one worker takes a second, and at once; past them a connection is closed as
+# soon as it is accepted.
+CONNECTIONS_PER_SECOND = 1_000
+# Rapid reset: a stream the client resets within this long of its start is premature; a
+# connection is closed once this many streams ended, half of them premature (Envoy's defaults:
+# 1 s and 500).
+PREMATURE_RESET_SECONDS = 1
+PREMATURE_RESET_STREAMS = 100
+# New streams of one connection Envoy starts per turn of its loop (its default: no limit).
+REQUESTS_PER_IO_CYCLE = 1
 # Shares of PORTICO_MAX_HEAP_BYTES at which the overload manager acts.
 RESET_STREAMS_FROM, RESET_STREAMS_ALL = 0.40, 0.80
 SHRINK_HEAP_AT = 0.50
@@ -54,12 +75,27 @@ REFUSE_AT = 0.95
 TRACKED_STREAM_POWER_OF_TWO = 12
 
 _FIXED_HEAP = "envoy.resource_monitors.fixed_heap"
+_CONNECTIONS = "envoy.resource_monitors.global_downstream_max_connections"
 _TYPES = "type.googleapis.com/envoy.extensions."
 
 
 def harden_listener(listener: dict[str, Any]) -> None:
-    """Each listener's buffers."""
+    """Each listener's buffers and its rate of new connections."""
     listener["per_connection_buffer_limit_bytes"] = CONNECTION_BUFFER_BYTES
+    listener.setdefault("listener_filters", []).append(
+        {
+            "name": "envoy.filters.listener.local_ratelimit",
+            "typed_config": {
+                "@type": _TYPES + "filters.listener.local_ratelimit.v3.LocalRateLimit",
+                "stat_prefix": "new_connections",
+                "token_bucket": {
+                    "max_tokens": CONNECTIONS_PER_SECOND,
+                    "tokens_per_fill": CONNECTIONS_PER_SECOND,
+                    "fill_interval": "1s",
+                },
+            },
+        }
+    )
 
 
 def harden_connection_manager(manager: dict[str, Any], settings: Settings) -> None:
@@ -122,8 +158,14 @@ def http2_options(max_concurrent_streams: int) -> dict[str, Any]:
 
 
 def harden_bootstrap(config: dict[str, Any], settings: Settings) -> None:
-    """The overload manager."""
+    """The overload manager, and the runtime's limits."""
+    runtime = {
+        "overload.premature_reset_min_stream_lifetime_seconds": PREMATURE_RESET_SECONDS,
+        "overload.premature_reset_total_stream_count": PREMATURE_RESET_STREAMS,
+        "http.max_requests_per_io_cycle": REQUESTS_PER_IO_CYCLE,
+    }
     config["overload_manager"] = _overload_manager(settings.max_heap_bytes)
+    config["layered_runtime"] = {"layers": [{"name": "portico", "static_layer": runtime}]}
 
 
 def _overload_manager(max_heap_bytes: int) -> dict[str, Any]:
@@ -139,6 +181,14 @@ def _overload_manager(max_heap_bytes: int) -> dict[str, Any]:
                 "typed_config": {
                     "@type": _TYPES + "resource_monitors.fixed_heap.v3.FixedHeapConfig",
                     "max_heap_size_bytes": max_heap_bytes,
+                },
+            },
+            {
+                "name": _CONNECTIONS,
+                "typed_config": {
+                    "@type": _TYPES + "resource_monitors.downstream_connections.v3."
+                    "DownstreamConnectionsConfig",
+                    "max_active_downstream_connections": MAX_CONNECTIONS,
                 },
             },
         ],

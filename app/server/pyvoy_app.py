@@ -47,6 +47,13 @@ DISCONNECT_POLL_MAX_SECONDS = 1.0
 # a window and two pieces, not the whole reply (a body handed over at once is buffered whole,
 # whatever the client reads). Envoy ends a stream that stays stalled (app/server/envoy_limits.py).
 PIECE_BYTES = STREAM_WINDOW_BYTES // 2
+# pyvoy's receive for a request whose body ended with its headers: it answers at once, with the
+# disconnect if the client has reset the stream already.
+_ENDED_REQUEST = "EmptyRecvCallable"
+# How often the loop's lateness is looked at, and how late it is when calls queue for their turn
+# (then a call asks first whether its stream was reset while it waited).
+LATENESS_CHECK_SECONDS = 0.1
+BEHIND_SECONDS = 0.05
 
 log = logging.getLogger("portico")
 
@@ -81,6 +88,9 @@ class PyvoyApp:
         self.in_flight: set[asyncio.Task[Any]] = set()
         self._supervised: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
+        # Whether the loop runs late, calls queueing for their turn (see _watch_lateness).
+        self.behind = False
+        self._lateness: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -92,6 +102,15 @@ class PyvoyApp:
         self.in_flight.add(task)
         try:
             if scope["type"] == "http":
+                # Calls queue while the loop is behind (a flood of resets fills the queue with
+                # them): one whose stream was reset while it waited is answered to nobody, so
+                # it is not worked out. A call that did not wait is not asked.
+                if (
+                    self.behind
+                    and type(receive).__name__ == _ENDED_REQUEST
+                    and (await receive())["type"] == "http.disconnect"
+                ):
+                    return
                 receive = _BodyThenDisconnect(receive)
             await self.http(scope, receive, _replies_to(send))
         finally:
@@ -111,8 +130,9 @@ class PyvoyApp:
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                if self._supervised is not None:
-                    self._supervised.cancel()
+                for task in (self._supervised, self._lateness):
+                    if task is not None:
+                        task.cancel()
                 if self.portico is not None:
                     await self.portico.stop()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -129,6 +149,7 @@ class PyvoyApp:
         self.portico = self.build(settings)
         await self.portico.start()
         self.http = self.portico.http_app
+        self._lateness = asyncio.create_task(self._watch_lateness())
         settle_heap()
         name = os.environ.get(SUPERVISOR_ENV)
         if name:
@@ -136,6 +157,15 @@ class PyvoyApp:
             writer.write(READY + b" %d\n" % os.getpid())
             await writer.drain()
             self._supervised = asyncio.create_task(self._supervise(reader, writer))
+
+    async def _watch_lateness(self) -> None:
+        """Keep :attr:`behind` true while the loop wakes this up later than asked: then calls
+        wait in its queue for their turn."""
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = loop.time()
+            await asyncio.sleep(LATENESS_CHECK_SECONDS)
+            self.behind = loop.time() - asked > LATENESS_CHECK_SECONDS + BEHIND_SECONDS
 
     async def _supervise(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Reload when the supervisor says so; wait for its ``drain`` (or its going away), then

@@ -1,16 +1,18 @@
 """Issue 49, the one port (pyvoy) under HTTP/2 abuse, each attack scaled down to seconds on
-loopback: replies a client never reads (row 1). Each holds the issue's targets in small: a
-signed-in client's GET answers within 2 s during the attack, the server's memory (its whole
-process tree: Envoy's workers run in sessions of their own) grows by less than 300 MB, and a new
-client is served within 5 s after it.
+loopback: replies a client never reads (row 1) and rapid resets over reconnecting connections
+(row 3). Each holds the issue's targets in small: a signed-in client's GET answers within 2 s
+during the attack, the server's memory (its whole process tree: Envoy's workers run in sessions
+of their own) grows by less than 300 MB, and a new client is served within 5 s after it.
 
-uvicorn serves HTTP/1.1 only: no such attack applies to it.
+uvicorn serves HTTP/1.1 only: neither attack applies to it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -161,6 +163,95 @@ def test_replies_a_client_never_reads_hold_little_and_are_ended(tmp_path: Path) 
         for sock, _ in attackers:
             sock.close()
         served_again_soon(server)
+    finally:
+        assert server.stop() == 0
+
+
+# -- row 3: rapid resets over reconnecting connections ------------------------------------------
+
+ATTACK_SECONDS = 3.0
+ATTACKERS = 2
+PAIRS_PER_WRITE = 100
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _pairs(first: int, count: int) -> bytes:
+    """``count`` HEADERS (GET /api/v1/version, no token) each followed by its RST_STREAM
+    (CANCEL), from stream ``first`` on: a header block of static-table entries and literals
+    without indexing, so every frame stands alone."""
+    path = b"/api/v1/version"
+    block = b"\x82\x86\x04" + bytes([len(path)]) + path + b"\x01\x01x"
+    headers = struct.pack(">I", len(block))[1:] + b"\x01\x05"  # END_STREAM | END_HEADERS
+    frames = []
+    for stream in range(first, first + 2 * count, 2):
+        sid = struct.pack(">I", stream)
+        frames.append(headers + sid + block + b"\x00\x00\x04\x03\x00" + sid + b"\x00\x00\x00\x08")
+    return b"".join(frames)
+
+
+@dataclass
+class RapidResets:
+    """Clients that open connections, write HEADERS + RST_STREAM pairs until the server closes
+    the connection, and open the next."""
+
+    port: int
+    connections: int = 0
+    streams_written: int = 0
+
+    def attack(self, until: float) -> None:
+        while time.monotonic() < until:
+            try:
+                sock = socket.create_connection(("127.0.0.1", self.port), timeout=2)
+            except OSError:
+                continue
+            self.connections += 1
+            try:
+                sock.sendall(PREFACE)
+                stream = 1
+                while time.monotonic() < until and stream < 4000:
+                    sock.sendall(_pairs(stream, PAIRS_PER_WRITE))
+                    stream += 2 * PAIRS_PER_WRITE
+                    self.streams_written += PAIRS_PER_WRITE
+            except OSError:
+                pass  # closed by the server
+            finally:
+                sock.close()
+
+
+REFUSED_VERSION_CALLS = re.compile(
+    r'portico_requests_total\{code="UNAUTHENTICATED"[^}]*GetVersionInformation[^}]*\} (\S+)'
+)
+
+
+def _refused_version_calls(server: Server) -> int:
+    """How many ``GET /api/v1/version`` the app answered 401 (the attack's, once they ran)."""
+    text = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+    return round(sum(float(n) for n in REFUSED_VERSION_CALLS.findall(text)))
+
+
+def test_rapid_resets_over_reconnecting_connections_barely_reach_the_app(tmp_path: Path) -> None:
+    # Before: every reset stream was still run by the app, queued behind the others, which
+    # left no service for tens of seconds after the attack and grew the server by GBs. Now a
+    # connection is closed after 50 premature resets, Envoy starts one new stream of a
+    # connection per turn of its loop (a stream reset in the same read ends before it), and a
+    # stream reset before the app's turn came is dropped unanswered.
+    server = start_server(tmp_path / "data", server="pyvoy")
+    try:
+        server.wait_ready()
+        attack = RapidResets(server.http_port)
+        with watched(server):
+            until = time.monotonic() + ATTACK_SECONDS
+            clients = [
+                threading.Thread(target=attack.attack, args=(until,)) for _ in range(ATTACKERS)
+            ]
+            for client in clients:
+                client.start()
+            for client in clients:
+                client.join(ATTACK_SECONDS + 30)
+        served_again_soon(server)
+        assert attack.connections > 10, attack  # the server closed the attackers' connections
+        # At most a few streams a connection ran (before: all it read, hundreds).
+        assert _refused_version_calls(server) <= 5 * attack.connections, attack
     finally:
         assert server.stop() == 0
 

@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 from app.main import Portico
 from app.observe import tracing
 from app.observe.logs import configure_logging
+from app.server.envoy_limits import STREAM_WINDOW_BYTES
 from app.server.serving import STARTUP_REFUSALS, settle_heap
 from app.settings.config import ConfigurationError, Settings
 
@@ -40,6 +41,19 @@ READY, DRAIN, DRAINED, RELOAD = b"ready", b"drain", b"drained", b"reload"
 # How often a stream whose request has ended asks pyvoy whether its client is still there.
 DISCONNECT_POLL_FIRST_SECONDS = 0.05
 DISCONNECT_POLL_MAX_SECONDS = 1.0
+# A reply's body larger than this is handed to Envoy in pieces of it, each once Envoy took the
+# last: pyvoy holds the next piece while the stream is past its buffers' high watermark (one
+# HTTP/2 stream window, or the connection's buffer), so a client that reads nothing holds about
+# a window and two pieces, not the whole reply (a body handed over at once is buffered whole,
+# whatever the client reads). Envoy ends a stream that stays stalled (app/server/envoy_limits.py).
+PIECE_BYTES = STREAM_WINDOW_BYTES // 2
+# pyvoy's receive for a request whose body ended with its headers: it answers at once, with the
+# disconnect if the client has reset the stream already.
+_ENDED_REQUEST = "EmptyRecvCallable"
+# How often the loop's lateness is looked at, and how late it is when calls queue for their turn
+# (then a call asks first whether its stream was reset while it waited).
+LATENESS_CHECK_SECONDS = 0.1
+BEHIND_SECONDS = 0.05
 
 log = logging.getLogger("portico")
 
@@ -74,6 +88,9 @@ class PyvoyApp:
         self.in_flight: set[asyncio.Task[Any]] = set()
         self._supervised: asyncio.Task[None] | None = None
         self._drained = asyncio.Event()
+        # Whether the loop runs late, calls queueing for their turn (see _watch_lateness).
+        self.behind = False
+        self._lateness: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -85,8 +102,17 @@ class PyvoyApp:
         self.in_flight.add(task)
         try:
             if scope["type"] == "http":
+                # Calls queue while the loop is behind (a flood of resets fills the queue with
+                # them): one whose stream was reset while it waited is answered to nobody, so
+                # it is not worked out. A call that did not wait is not asked.
+                if (
+                    self.behind
+                    and type(receive).__name__ == _ENDED_REQUEST
+                    and (await receive())["type"] == "http.disconnect"
+                ):
+                    return
                 receive = _BodyThenDisconnect(receive)
-            await self.http(scope, receive, _dropped_once_gone(send))
+            await self.http(scope, receive, _replies_to(send))
         finally:
             self.in_flight.discard(task)
             if not self.in_flight and self.portico is not None and self.portico.shutting_down:
@@ -104,8 +130,9 @@ class PyvoyApp:
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                if self._supervised is not None:
-                    self._supervised.cancel()
+                for task in (self._supervised, self._lateness):
+                    if task is not None:
+                        task.cancel()
                 if self.portico is not None:
                     await self.portico.stop()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -122,6 +149,7 @@ class PyvoyApp:
         self.portico = self.build(settings)
         await self.portico.start()
         self.http = self.portico.http_app
+        self._lateness = asyncio.create_task(self._watch_lateness())
         settle_heap()
         name = os.environ.get(SUPERVISOR_ENV)
         if name:
@@ -129,6 +157,15 @@ class PyvoyApp:
             writer.write(READY + b" %d\n" % os.getpid())
             await writer.drain()
             self._supervised = asyncio.create_task(self._supervise(reader, writer))
+
+    async def _watch_lateness(self) -> None:
+        """Keep :attr:`behind` true while the loop wakes this up later than asked: then calls
+        wait in its queue for their turn."""
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = loop.time()
+            await asyncio.sleep(LATENESS_CHECK_SECONDS)
+            self.behind = loop.time() - asked > LATENESS_CHECK_SECONDS + BEHIND_SECONDS
 
     async def _supervise(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Reload when the supervisor says so; wait for its ``drain`` (or its going away), then
@@ -219,18 +256,36 @@ class _BodyThenDisconnect:
             pause = min(pause * 2, DISCONNECT_POLL_MAX_SECONDS)
 
 
-def _dropped_once_gone(send: Send) -> Send:
-    """``send``, whose events are dropped once the client has gone, as uvicorn drops them: pyvoy
-    raises OSError (as ASGI allows), which would reach a stream's flow as its servicer failing;
-    the flow hears of the disconnect from ``receive``, as on uvicorn."""
+def _replies_to(send: Send) -> Send:
+    """``send``, handing a large body over in pieces (see :data:`PIECE_BYTES`), its events dropped
+    once the client has gone, as uvicorn drops them: pyvoy raises OSError (as ASGI allows), which
+    would reach a stream's flow as its servicer failing; the flow hears of the disconnect from
+    ``receive``, as on uvicorn."""
 
     async def send_or_drop(message: Any) -> None:
-        try:  # noqa: SIM105 - not contextlib.suppress: every event of every call passes here
-            await send(message)
+        try:
+            if len(message.get("body", b"")) > PIECE_BYTES:
+                await _in_pieces(send, message)
+            else:
+                await send(message)
         except OSError:
             pass
 
     return send_or_drop
+
+
+async def _in_pieces(send: Send, message: Any) -> None:
+    body = message["body"]
+    start = 0
+    while len(body) - start > PIECE_BYTES:
+        piece = body[start : start + PIECE_BYTES]
+        # Awaited once the event is let go: pyvoy copied the piece, only its copy waits.
+        taken = send({"type": "http.response.body", "body": piece, "more_body": True})
+        del piece
+        start += PIECE_BYTES
+        await taken
+    more = message.get("more_body", False)
+    await send({"type": "http.response.body", "body": body[start:], "more_body": more})
 
 
 def _quiet_about_dropped_receives(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

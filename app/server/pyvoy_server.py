@@ -31,6 +31,7 @@ from pyvoy import PyvoyServer
 from pyvoy._server import get_envoy_environ
 
 from app import __version__
+from app.server import envoy_limits
 from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
 from app.server.serving import url_host
 from app.settings import limits
@@ -85,15 +86,18 @@ class EnvoyConfig(PyvoyServer):
 
     def get_envoy_config(self) -> dict[str, Any]:
         config = super().get_envoy_config()
-        seconds = self.settings.header_timeout_seconds
+        settings = self.settings
         for listener in config["static_resources"]["listeners"]:
+            envoy_limits.harden_listener(listener)
             for chain in listener["filter_chains"]:
                 for network_filter in chain["filters"]:
                     typed = network_filter.get("typed_config", {})
                     if typed.get("@type", "").endswith("HttpConnectionManager"):
-                        typed.update(_limits(seconds))
+                        typed.update(_limits(settings.header_timeout_seconds))
+                        envoy_limits.harden_connection_manager(typed, settings)
                     elif network_filter.get("name") == "pyvoy-ws":
                         _bridge_websockets(typed["filter_config"], self.module)
+        envoy_limits.harden_bootstrap(config, settings)
         return config
 
 
@@ -148,10 +152,7 @@ def _limits(header_seconds: float) -> dict[str, Any]:
             "idle_timeout": f"{header_seconds}s",
             "max_headers_count": MAX_REQUEST_HEADERS,
         },
-        # Streams live as long as their calls (heartbeats keep browsers' alive); Envoy's 5
-        # minutes of silence would end a quiet gRPC watch.
-        "stream_idle_timeout": "0s",
-        "http2_protocol_options": {"max_concurrent_streams": MAX_CONCURRENT_STREAMS},
+        "http2_protocol_options": envoy_limits.http2_options(MAX_CONCURRENT_STREAMS),
         # The verified client certificate reaches the app in x-forwarded-client-cert; a
         # client's own header of that name never does.
         "forward_client_cert_details": "SANITIZE_SET",

@@ -124,6 +124,10 @@ class Settings:
     shutdown_grace_seconds: float = _rule(
         limits.DEFAULT_SHUTDOWN_GRACE_SECONDS, between(0.001, 86_400.0)
     )
+    # pyvoy: a REST call's stream that sees no event this long ends (a stalled reader's too).
+    stream_idle_seconds: float = _rule(limits.DEFAULT_STREAM_IDLE_SECONDS, between(1.0, 86_400.0))
+    # pyvoy: the heap of each worker's allocator, by whose shares Envoy sheds load.
+    max_heap_bytes: int = _rule(limits.DEFAULT_MAX_HEAP_BYTES, between(64 * 1024**2, 1024**4))
     cors_origins: tuple[str, ...] = _rule((), origins)
     # Connect and gRPC-Web answer /package.Service/Method and also this prefix + that path.
     rpc_prefix: str = _rule("/api", path_prefix)

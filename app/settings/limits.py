@@ -66,6 +66,11 @@ DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
 # Concurrent streams one HTTP/2 connection may open (gRPC clients multiplex on one), on the
 # one port and on the grpc.aio port; a stream past them is refused (REFUSED_STREAM).
 MAX_CONCURRENT_STREAMS = 1024
+# Under pyvoy, a REST call's stream that sees no event this long ends (Envoy's default).
+DEFAULT_STREAM_IDLE_SECONDS = 300.0
+# The heap of a pyvoy worker's allocator (Envoy's buffers, the app's larger objects) by whose
+# shares Envoy's overload manager sheds load (app/server/envoy_limits.py).
+DEFAULT_MAX_HEAP_BYTES = 512 * 1024**2
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

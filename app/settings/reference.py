@@ -106,6 +106,20 @@ MEANINGS: dict[str, str] = {
         "no HTTP stream is quiet longer than this: it gets a keepalive (SSE `: keepalive` "
         "comment, NDJSON empty line) (0.001 to 86400)"
     ),
+    "stream_idle_seconds": (
+        "pyvoy: a REST call's stream that sees nothing of its request arrive and no piece of its "
+        "reply taken this long ends (`504` before its reply began, a reset after), a client that "
+        "stopped reading included; gRPC and Connect streams are exempt. At least twice "
+        "`PORTICO_STREAM_HEARTBEAT_SECONDS` and 4 s (twice an NDJSON stream's wait for its first "
+        "reply) (1 to 86400; see [Limits](../operations/limits.md))"
+    ),
+    "max_heap_bytes": (
+        "pyvoy: the heap of each worker's allocator (Envoy's buffers and the app's larger "
+        "objects) by whose shares Envoy sheds load: from 40% it resets the streams holding the "
+        "most unsent bytes, from 85% it drains kept-alive connections, from 95% it answers new "
+        "requests `503` and closes new connections (64 MiB to 1 TiB; see "
+        "[Limits](../operations/limits.md))"
+    ),
     "shutdown_grace_seconds": (
         "on SIGTERM/SIGINT, how long calls in flight may take to finish before the process exits "
         "(0.001 to 86400)"

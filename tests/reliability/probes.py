@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from pathlib import Path
 
 import httpx
 
@@ -20,3 +22,25 @@ async def version_reply_times(
         times.append(time.perf_counter() - started)
         await asyncio.sleep(0.005)
     return sorted(times)
+
+
+def tree_rss_mib(root: int) -> float:
+    """Resident memory (MiB) of ``root`` and every process under it: pyvoy's Envoy workers run in
+    sessions of their own, so a process group would miss them."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # The parent is the field after the state, which follows the parenthesised name.
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    total_kib = 0
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        pending.extend(children.get(pid, ()))
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kib += int(line.split()[1])
+    return total_kib / 1024

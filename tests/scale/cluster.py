@@ -64,6 +64,8 @@ class Deployment:
     replicas: list[Running] = field(default_factory=list)
     http_port: int = field(default_factory=free_port)
     grpc_port: int = field(default_factory=free_port)
+    # The replicas' HTTP server; under pyvoy gRPC is served on the HTTP port too.
+    server: str = "uvicorn"
 
     @property
     def http(self) -> str:
@@ -74,7 +76,9 @@ class Deployment:
         return f"127.0.0.1:{self.grpc_port}"
 
     def start_replica(self, name: str) -> Running:
-        replica = Replica(name, free_port(), free_port())
+        http_port = free_port()
+        grpc_port = http_port if self.server == "pyvoy" else free_port()
+        replica = Replica(name, http_port, grpc_port)
         data = self.folder / name
         data.mkdir(mode=0o700)
         env = {
@@ -84,10 +88,12 @@ class Deployment:
             "PORTICO_JWT_SECRET": self.secret,
             "PORTICO_ADMIN_PASSWORD": PASSWORD,
             "PORTICO_HTTP_PORT": str(replica.http_port),
-            "PORTICO_GRPC_PORT": str(replica.grpc_port),
+            "PORTICO_SERVER": self.server,
             "PORTICO_MACHINE_IP_POOL": MACHINE_IP_POOL,
             "PORTICO_SIM_NODES": str(SIM_NODES),
         }
+        if self.server != "pyvoy":  # pyvoy's HTTP port is its gRPC port
+            env["PORTICO_GRPC_PORT"] = str(replica.grpc_port)
         log = (self.folder / f"{name}.log").open("wb")
         process = self.processes.start(
             [sys.executable, "-m", "app", "serve"], env=env, stdout=log, stderr=log
@@ -138,12 +144,13 @@ class Deployment:
 
 @contextlib.contextmanager
 def deployment(
-    processes: Processes, server_url: str, count: int, seed: list[str]
+    processes: Processes, server_url: str, count: int, seed: list[str], server: str = "uvicorn"
 ) -> Iterator[Deployment]:
-    """``count`` replicas behind HAProxy on a fresh schema holding a cluster per ``seed`` name."""
+    """``count`` replicas on ``server`` behind HAProxy on a fresh schema holding a cluster per
+    ``seed`` name."""
     with fresh_schema(server_url, "scale") as url, tempfile.TemporaryDirectory() as folder:
         seed_clusters(url, seed)
-        deployed = Deployment(processes, url, Path(folder))
+        deployed = Deployment(processes, url, Path(folder), server=server)
         try:
             deployed.start(count)
             yield deployed

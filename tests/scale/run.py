@@ -156,6 +156,10 @@ def main() -> None:
     parser.add_argument("--failover-seconds", type=float, default=20)
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument(
+        "--server", choices=("uvicorn", "pyvoy"), default="uvicorn",
+        help="the replicas' HTTP server (under pyvoy, gRPC on the HTTP port too)",
+    )  # fmt: skip
+    parser.add_argument(
         "--database-url", default=os.environ.get("PORTICO_TEST_DATABASE_URL", ""),
         help="a PostgreSQL server (postgresql://...) where a fresh schema may be made",
     )  # fmt: skip
@@ -179,12 +183,13 @@ def main() -> None:
         "machine": machine(),
         "versions": versions(args.database_url),
         "replicas": args.replicas,
+        "server": args.server,
         "seconds": args.seconds,
         "connections": wrk.CONNECTIONS,
     }
     with (
         stopped_on_signals(processes),
-        deployment(processes, args.database_url, args.replicas, names) as deployed,
+        deployment(processes, args.database_url, args.replicas, names, args.server) as deployed,
     ):
         token = deployed.token()
         headers = {"authorization": f"Bearer {token}"}

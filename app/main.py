@@ -19,7 +19,7 @@ from app.assembly.gate import admit_caller, open_gate
 from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
 from app.auth.service import AuthService
-from app.gateway import done
+from app.gateway import immediate
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Peer
@@ -27,9 +27,9 @@ from app.gateway.registry import Method, Registry
 from app.gateway.routes import Readiness, create_app
 from app.grpc_server.server import create_server, start, stop
 from app.grpc_server.standard import StandardServices
-from app.observe import local
+from app.observe import loop_counters
 from app.observe.calls import Telemetry, note_user
-from app.observe.metrics import SWITCH
+from app.observe.metrics import RECORDING
 from app.rules.field_checks import FieldChecks
 from app.server.background import BackgroundWork
 from app.server.idempotency import StoredIdempotency
@@ -83,7 +83,7 @@ class Portico:
 
     async def _start(self) -> None:
         settings = self.settings
-        SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
+        RECORDING.on = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
         check_rate_limited_methods(settings, self.registry)
         try:
@@ -228,7 +228,7 @@ class Portico:
         if caller is None:
             return admit_caller(self.gate, method, metadata, peer)
         note_user(caller.username)
-        return done.NOTHING
+        return immediate.NOTHING
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with
@@ -267,7 +267,7 @@ class Portico:
 
 async def flush_metrics() -> None:
     """This process's numbers into the metrics every second (a background loop of its own)."""
-    await local.flush_every()
+    await loop_counters.flush_every()
 
 
 def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:

@@ -1,9 +1,10 @@
 """Calls and who answers them: the seam between a protocol's flow and the code behind an RPC.
 
-A flow (REST, WebSocket; later Connect or gRPC-Web) turns a request into a :class:`Call` and a
-message, passes the gate (:func:`admit`), and hands both to an :class:`Invoker`. The invoker
-here runs the in-process grpc.aio servicers; another (a remote gRPC upstream, for a proxy) would
-implement the same two methods and leave every flow unchanged.
+A flow (REST, WebSocket, Connect, gRPC-Web, native gRPC) turns a request into a :class:`Call`
+and a message, passes the gate (:func:`admit`), and hands both to an :class:`Invoker`.
+:class:`ServicerInvoker` here runs the in-process grpc.aio servicers (``portico serve``); the
+proxy's invokers (:mod:`app.gateway.upstream`, :mod:`app.gateway.upstream_http2`) call a remote
+gRPC server through the same two methods, every flow unchanged.
 """
 
 from __future__ import annotations

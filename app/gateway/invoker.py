@@ -22,13 +22,16 @@ from starlette.types import Scope
 from app.gateway import http_io
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError, internal_error
-from app.gateway.http.connections import ON_DISCONNECT
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Authenticate, GatewayOptions, KnownErrors, no_known_errors
 from app.gateway.registry import Method, Registry
 from app.observe.calls import Observation
 
 log = logging.getLogger("portico.gateway")
+
+# The ASGI extension through which a server tells a call its client went away, where it can
+# (uvicorn's connections in app/server/on_uvicorn do): see :func:`watch_disconnect`.
+ON_DISCONNECT = "portico.on_disconnect"
 
 # What a servicer method takes: one message, or a client stream's messages as they arrive.
 Request: TypeAlias = Message | AsyncIterator[Message]
@@ -163,7 +166,7 @@ def unary_reply(
     """``invoker.unary``; with ``watch``, a client that goes away meanwhile cancels the call's
     context (the upstream's call with it) and the flow hears CANCELLED. That only matters when
     the work goes on elsewhere (a proxy's upstream): an in-process servicer finishes its call.
-    The connection tells (``connections.ON_DISCONNECT``); where it cannot, as under a test's
+    The connection tells (:data:`ON_DISCONNECT`); where it cannot, as under a test's
     in-memory transport, whose client never goes away, there is nothing to watch."""
     extension = scope.get("extensions", {}).get(ON_DISCONNECT) if watch else None
     on_disconnect = None if extension is None else extension.get("watch")

@@ -21,13 +21,13 @@ from typing import Any
 import uvicorn
 
 from app import __version__
-from app.gateway.http.connections import http_protocol
 from app.main import Portico
 from app.observe import tracing
 from app.observe.exposition import serve_metrics
 from app.observe.logs import configure_logging
 from app.observe.metrics import MULTIPROCESS_ENV
 from app.server.listeners import PortBusy, claimed_ports, http_socket, reserved_free_port
+from app.server.on_uvicorn.connections import http_protocol
 from app.server.tls import check_tls_files, uvicorn_tls
 from app.settings.config import ConfigurationError, Settings, unread_variables
 from app.store import SchemaTooNew, make_private_folder

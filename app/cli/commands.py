@@ -22,7 +22,7 @@ from app.auth.accounts import AccountError
 from app.auth.passwords import PasswordHasher
 from app.calls.callers import Role
 from app.observe.logs import audit_to_file, configure_logging
-from app.settings.config import ConfigurationError, Settings, grpc_port_given
+from app.settings.config import SERVERS, ConfigurationError, Settings, grpc_port_given
 from app.store import Account, ObjectStore, StoreError, make_private_folder
 
 AUDIT_LOG = "audit.log"  # in the data folder: what `portico users` changed, and who
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, help=_setting("server processes", "workers"))
     serve.add_argument(
         "--server",
-        choices=("uvicorn", "pyvoy"),
+        choices=SERVERS,
         help=_setting("HTTP server; pyvoy also serves native gRPC on the HTTP port", "server"),
     )
     serve.add_argument(
@@ -189,7 +189,7 @@ def _add_proxy_command(commands: Any) -> None:
     proxy.add_argument("--workers", type=int, help=_setting("proxy processes", "workers"))
     proxy.add_argument(
         "--server",
-        choices=("uvicorn", "pyvoy"),
+        choices=SERVERS,
         help=_setting(
             "HTTP server; pyvoy also serves native gRPC on the HTTP port, and calls the upstreams "
             "through Envoy",
@@ -264,9 +264,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    from app.main import PORTICO
     from app.server.serving import serve
 
-    serve(_settings(args))
+    serve(_settings(args), PORTICO)
 
 
 def _backup(args: argparse.Namespace) -> None:

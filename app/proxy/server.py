@@ -124,6 +124,7 @@ class Proxy:
         )
         self.telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
         self.store: ObjectStore | None = None
+        self.grpc_port = 0  # it serves no gRPC port of its own
         self.gate: Gate | None = None
         self._local: Registry | None = None  # the login, with --auth jwt
         self._servicers: dict[str, object] = {}

@@ -1,5 +1,6 @@
-"""Assembly: the only module that knows every part. Builds the server from settings
-(:mod:`app.server.serving` runs it, :mod:`app.server.jobs` is its background work)."""
+"""``portico serve``'s server: the catalog's APIs over the store and the gate, on both
+transports. :data:`PORTICO` is what a server backend runs (:mod:`app.server.serving`);
+nothing below imports this module."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from pathlib import Path
 import grpc
 from starlette.types import ASGIApp
 
-from app import catalog
+from app import __version__, catalog
 from app.assembly.gate import admit_caller, open_gate
 from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
 from app.auth.service import AuthService
 from app.calls.close_names import close_names
-from app.gateway import done
+from app.gateway import immediate
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Peer
@@ -28,10 +29,11 @@ from app.gateway.registry import Method, Registry
 from app.gateway.routes import Readiness, create_app
 from app.grpc_server.server import create_server, start, stop
 from app.grpc_server.standard import StandardServices
-from app.observe import local
+from app.observe import loop_counters
 from app.observe.calls import Telemetry, note_user
-from app.observe.metrics import SWITCH
+from app.observe.metrics import RECORDING
 from app.rules.field_checks import FieldChecks
+from app.server.application import Application
 from app.server.background import BackgroundWork
 from app.server.idempotency import StoredIdempotency
 from app.server.jobs import (
@@ -44,6 +46,7 @@ from app.server.jobs import (
     supervised,
 )
 from app.server.listeners import PortBusy
+from app.server.process import url_host
 from app.server.tls import check_tls_files, grpc_credentials
 from app.services.checked import checked_servicers
 from app.settings.config import ConfigurationError, Settings
@@ -84,7 +87,7 @@ class Portico:
 
     async def _start(self) -> None:
         settings = self.settings
-        SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
+        RECORDING.on = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
         check_rate_limited_methods(settings, self.registry)
         try:
@@ -234,7 +237,7 @@ class Portico:
         if caller is None:
             return admit_caller(self.gate, method, metadata, peer)
         note_user(caller.username)
-        return done.NOTHING
+        return immediate.NOTHING
 
     def begin_shutdown(self) -> None:
         """Fail readiness, refuse new calls on both transports, end every open stream with
@@ -273,7 +276,7 @@ class Portico:
 
 async def flush_metrics() -> None:
     """This process's numbers into the metrics every second (a background loop of its own)."""
-    await local.flush_every()
+    await loop_counters.flush_every()
 
 
 def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:
@@ -288,3 +291,30 @@ def check_rate_limited_methods(settings: Settings, registry: Registry) -> None:
                 f"PORTICO_RATE_LIMIT_METHODS: {name.rpartition('.')[0]}/"
                 f"{name.rpartition('.')[2]} is not a served method{hint}"
             )
+
+
+def announce(settings: Settings, http_base: str, grpc_port: int) -> None:
+    """The start-up line: where each protocol is served."""
+    if settings.server == "pyvoy":
+        also = f"; grpc.aio also on {url_host(settings.grpc_host)}:{grpc_port}" if grpc_port else ""
+        log.info(
+            "portico %s on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on %s (dashboard: "
+            "%s/dashboard/)%s",
+            __version__,
+            http_base,
+            http_base,
+            also,
+        )
+        return
+    log.info(
+        "portico %s: gRPC on %s:%d, REST/JSON on %s (dashboard: %s/dashboard/)",
+        __version__,
+        url_host(settings.grpc_host),
+        grpc_port,
+        http_base,
+        http_base,
+    )
+
+
+# What ``portico serve`` runs, on whichever server backend the settings name.
+PORTICO = Application(build="app.main:Portico", announce=announce, one_per_data_folder=True)

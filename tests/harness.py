@@ -15,8 +15,8 @@ import grpc
 import httpx
 import uvicorn
 
-from app.gateway.http.connections import http_protocol
 from app.main import Portico
+from app.server.on_uvicorn.connections import http_protocol
 from app.settings.config import Settings
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ import pytest
 
 from app.cli.commands import _parser
 from app.cli.flags import settings_from
-from app.server.serving import warn_unread_variables
+from app.server.process import warn_unread_variables
 from app.settings.config import OTHER_VARIABLES, Settings, unread_variables, variable
 from app.settings.reference import MEANINGS
 

@@ -10,9 +10,9 @@ from typing import Any
 from app.gateway.errors import GatewayError
 from app.gateway.options import GatewayOptions
 from app.observe.repeats import Repeats
-from app.services.status import store_error_status
 from app.settings.config import Settings
 from app.store import ObjectStore, StoreError
+from app.store.error_status import store_error_status
 
 log = logging.getLogger("portico")
 _not_ready = Repeats(log)

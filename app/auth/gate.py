@@ -33,7 +33,7 @@ from app.auth.tokens import Claims, InvalidToken, TokenIssuer
 from app.calls.callers import Caller, current_caller
 from app.calls.refusals import Rejected, Violations
 from app.calls.shared_calls import SharedCalls
-from app.observe.metrics import LOCKOUTS, LOGINS, RATE_LIMITED, SWITCH, TOKEN_REFUSALS
+from app.observe.metrics import LOCKOUTS, LOGINS, RATE_LIMITED, RECORDING, TOKEN_REFUSALS
 from app.store import Account, ObjectStore
 
 # Logins, failed logins, lockouts and account changes: one line each, for the operator.
@@ -139,7 +139,7 @@ class Gate:
             reason = "no such account" if account is None else "wrong password"
             audit.warning("login failed (%s): %s", reason, seen)
         for lockout in lockouts:
-            if SWITCH.recording:
+            if RECORDING.on:
                 LOCKOUTS.inc()
             audit.warning(
                 "login lockout of %s for %d s after repeated failures: %s",
@@ -327,7 +327,7 @@ class Gate:
         try:
             await self.limiter.take(full_method, who)
         except RateLimited as limited:
-            if SWITCH.recording:
+            if RECORDING.on:
                 RATE_LIMITED.labels(full_method, who.partition(":")[0]).inc()
             raise Rejected(
                 grpc.StatusCode.RESOURCE_EXHAUSTED, str(limited), retry_after=limited.retry_after
@@ -335,7 +335,7 @@ class Gate:
 
 
 def _count(counter: Counter, label: str) -> None:
-    if SWITCH.recording:
+    if RECORDING.on:
         counter.labels(label).inc()
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from app import __version__
 from app.calls.callers import Role
 from app.cli.flags import naming_flags, remember_flags, settings_or_exit
-from app.settings.config import Settings
+from app.settings.config import SERVERS, Settings
 
 DESCRIPTION = "Portico: five control-plane gRPC APIs, served over gRPC and REST/JSON."
 SERVE_EPILOG = (
@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, help=_setting("server processes", "workers"))
     serve.add_argument(
         "--server",
-        choices=("uvicorn", "pyvoy"),
+        choices=SERVERS,
         help=_setting("HTTP server; pyvoy also serves native gRPC on the HTTP port", "server"),
     )
     serve.add_argument(
@@ -180,7 +180,7 @@ def _add_proxy_command(commands: Any) -> None:
     proxy.add_argument("--workers", type=int, help=_setting("proxy processes", "workers"))
     proxy.add_argument(
         "--server",
-        choices=("uvicorn", "pyvoy"),
+        choices=SERVERS,
         help=_setting(
             "HTTP server; pyvoy also serves native gRPC on the HTTP port, and calls the upstreams "
             "through Envoy",
@@ -243,10 +243,11 @@ def _openapi(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    from app.main import PORTICO
     from app.server.serving import serve
 
     settings = settings_or_exit(args)
-    naming_flags(args, lambda: serve(settings))
+    naming_flags(args, lambda: serve(settings, PORTICO))
 
 
 def _backup(args: argparse.Namespace) -> None:

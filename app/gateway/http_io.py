@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import grpc
 from starlette.types import Receive, Scope, Send
 
-from app.gateway import done
+from app.gateway import immediate
 from app.gateway.codec import streaming
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import (
@@ -140,7 +140,7 @@ def check_length(headers: Headers, limit: int) -> None:
 def read_body(receive: Receive, headers: Headers, limit: int, timeout: float) -> Awaitable[bytes]:
     """The whole request body: 413 past ``limit`` bytes, 408 if it takes over ``timeout`` s."""
     if headers.get(b"content-length") == b"0":
-        return done.EMPTY  # nothing to wait for (the commonest RPC request is the empty message)
+        return immediate.EMPTY  # nothing to wait for (the commonest request: the empty message)
     check_length(headers, limit)
     return _read_body_within(receive, limit, timeout)
 

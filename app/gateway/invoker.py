@@ -1,9 +1,10 @@
 """Calls and who answers them: the seam between a protocol's flow and the code behind an RPC.
 
-A flow (REST, WebSocket; later Connect or gRPC-Web) turns a request into a :class:`Call` and a
-message, passes the gate (:func:`admit`), and hands both to an :class:`Invoker`. The invoker
-here runs the in-process grpc.aio servicers; another (a remote gRPC upstream, for a proxy) would
-implement the same two methods and leave every flow unchanged.
+A flow (REST, WebSocket, Connect, gRPC-Web, native gRPC) turns a request into a :class:`Call`
+and a message, passes the gate (:func:`admit`), and hands both to an :class:`Invoker`.
+:class:`ServicerInvoker` here runs the in-process grpc.aio servicers (``portico serve``); the
+proxy's invokers (:mod:`app.gateway.upstream`, :mod:`app.gateway.upstream_http2`) call a remote
+gRPC server through the same two methods, every flow unchanged.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ from starlette.types import Scope
 from app.gateway import http_io
 from app.gateway.context import GatewayContext
 from app.gateway.errors import GatewayError, internal_error
-from app.gateway.http.connections import ON_DISCONNECT
 from app.gateway.open_streams import OpenStreams, shutting_down
 from app.gateway.options import Authenticate, GatewayOptions, KnownErrors, no_known_errors
 from app.gateway.registry import Method, Registry
 from app.observe.calls import Observation
 
 log = logging.getLogger("portico.gateway")
+
+# The ASGI extension through which a server tells a call its client went away, where it can
+# (uvicorn's connections in app/server/on_uvicorn do): see :func:`watch_disconnect`.
+ON_DISCONNECT = "portico.on_disconnect"
 
 # What a servicer method takes: one message, or a client stream's messages as they arrive.
 Request: TypeAlias = Message | AsyncIterator[Message]
@@ -162,7 +166,7 @@ def unary_reply(
     """``invoker.unary``; with ``watch``, a client that goes away meanwhile cancels the call's
     context (the upstream's call with it) and the flow hears CANCELLED. That only matters when
     the work goes on elsewhere (a proxy's upstream): an in-process servicer finishes its call.
-    The connection tells (``connections.ON_DISCONNECT``); where it cannot, as under a test's
+    The connection tells (:data:`ON_DISCONNECT`); where it cannot, as under a test's
     in-memory transport, whose client never goes away, there is nothing to watch."""
     extension = scope.get("extensions", {}).get(ON_DISCONNECT) if watch else None
     on_disconnect = None if extension is None else extension.get("watch")

@@ -6,8 +6,8 @@ listed in a table built with them, so a request is routed by one set lookup; Fas
 per-request machinery (middleware stack, route scan, dependency handling) costs more than a
 whole small RPC, so RPCs never pass through it.
 
-The protocol adapters (Connect, gRPC-Web) are flows built here over the same
-:class:`~app.gateway.stages.Stages` (route table, transcoder, gate and invoker); a
+The protocol flows (Connect, gRPC-Web, native gRPC, WebSocket) are built here over the same
+:class:`~app.gateway.stages.Stages` (route table, transcoder, gate and invoker) as REST's; a
 :class:`~app.gateway.protocols.detect.ProtocolSwitch` sends each RPC request to its protocol's flow.
 """
 
@@ -39,7 +39,7 @@ from app.gateway.protocols.detect import ProtocolSwitch
 from app.gateway.protocols.websocket import WebSocketDispatcher
 from app.gateway.registry import Registry
 from app.gateway.stages import Stages
-from app.observe import local
+from app.observe import loop_counters
 from app.observe.exposition import METRICS_PATH, token_accepted
 from app.observe.metrics import exposition
 
@@ -195,7 +195,7 @@ def _add_metrics_route(app: FastAPI, token: str) -> None:
                 media_type="text/plain",
                 headers={"www-authenticate": "Bearer"},
             )
-        local.flush()  # this process's calls up to now (other workers' within a second)
+        loop_counters.flush()  # this process's calls up to now (other workers' within a second)
         # Off the loop: with several workers a scrape reads and adds up every worker's file.
         payload, content_type = await asyncio.to_thread(exposition, request.headers.get("accept"))
         return Response(payload, media_type=content_type)

@@ -1,7 +1,7 @@
 """What every protocol flow runs a call through, built once per app and shared by the flows.
 
-A flow (REST, WebSocket; a Connect or gRPC-Web adapter would be another) matches the request
-with ``routes``, passes the gate (``options.authenticate``), binds and renders messages with
+Every flow (REST, WebSocket, Connect, gRPC-Web, native gRPC) matches the request with
+``routes``, passes the gate (``options.authenticate``), binds and renders messages with
 ``transcoder``, and has ``invoker`` answer: only the framing on the wire is its own.
 """
 

@@ -19,8 +19,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from app.observe import local, metrics, tracing
-from app.observe.local import LocalCounter
+from app.observe import loop_counters, metrics, tracing
+from app.observe.loop_counters import LocalCounter
 
 UNMATCHED = "unmatched"  # the rpc label of HTTP requests no binding matched
 
@@ -56,7 +56,7 @@ class RpcTelemetry:
         self.metrics = telemetry.metrics
         self._counts: dict[tuple[str, int], LocalCounter] = {}
         self.seconds = (
-            local.histogram(metrics.REQUEST_SECONDS.labels(transport, rpc))
+            loop_counters.histogram(metrics.REQUEST_SECONDS.labels(transport, rpc))
             if self.metrics
             else None
         )
@@ -64,7 +64,7 @@ class RpcTelemetry:
             metrics.OPEN_STREAMS.labels(transport, rpc) if self.metrics and streaming else None
         )
         self.messages = (
-            local.counter(metrics.STREAM_MESSAGES.labels(transport, rpc))
+            loop_counters.counter(metrics.STREAM_MESSAGES.labels(transport, rpc))
             if self.metrics and streaming
             else None
         )
@@ -106,7 +106,7 @@ class RpcTelemetry:
         counter = self._counts.get(key)
         if counter is None:
             status = str(http_status) if http_status else ""
-            counter = self._counts[key] = local.counter(
+            counter = self._counts[key] = loop_counters.counter(
                 metrics.REQUESTS.labels(self.transport, self.rpc, code, status)
             )
         return counter

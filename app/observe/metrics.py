@@ -20,13 +20,13 @@ from prometheus_client.multiprocess import MultiProcessCollector
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
-class _Switch:
+class _Recording:
     """Whether the store, the gate and the simulation record (``PORTICO_METRICS``)."""
 
-    recording = True
+    on = True
 
 
-SWITCH = _Switch()
+RECORDING = _Recording()
 
 # Latency buckets from 250 µs (a cached small call) to 10 s (a slow write under contention).
 LATENCY_BUCKETS = (

@@ -16,8 +16,8 @@ from typing import Any
 
 from opentelemetry import trace
 
-from app.observe import local, tracing
-from app.observe.metrics import STORE_SECONDS, SWITCH
+from app.observe import loop_counters, tracing
+from app.observe.metrics import RECORDING, STORE_SECONDS
 
 
 def instrument(cls: type, prefix: str = "", skip: frozenset[str] = frozenset()) -> None:
@@ -31,7 +31,7 @@ def instrument(cls: type, prefix: str = "", skip: frozenset[str] = frozenset()) 
 def _timed(
     operation: str, method: Callable[..., Coroutine[Any, Any, Any]]
 ) -> Callable[..., Coroutine[Any, Any, Any]]:
-    seconds = local.histogram(STORE_SECONDS.labels(operation))
+    seconds = loop_counters.histogram(STORE_SECONDS.labels(operation))
     span_name = f"store {operation}"
 
     @functools.wraps(method)
@@ -41,7 +41,7 @@ def _timed(
         if spans is not None and trace.get_current_span().is_recording():
             span = spans.start_as_current_span(span_name, attributes={"db.operation": operation})
         with span:
-            if not SWITCH.recording:
+            if not RECORDING.on:
                 return await method(*args, **kwargs)
             started = time.perf_counter()
             try:

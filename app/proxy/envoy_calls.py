@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from google.protobuf.message import Message
 from pyqwest import Transport
-from pyvoy._server import HTTPVersion, TLSConfig, Upstream
+from pyvoy import HTTPVersion, TLSConfig, Upstream
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.gateway.invoker import Call, Invoker, Request

@@ -1,7 +1,7 @@
-"""The ASGI app of one ``portico proxy --server pyvoy`` worker: a :class:`~app.proxy.server.Proxy`
-built from the ``PORTICO_*`` variables its supervisor set, with the lifespan, drain and reload
-every pyvoy worker has (:mod:`app.server.pyvoy_app`), whose calls within a request go out
-through Envoy (:mod:`app.proxy.envoy_calls`)."""
+"""The proxy one ``portico proxy --server pyvoy`` worker builds (:data:`app.proxy.run.PROXY`): a
+:class:`~app.proxy.server.Proxy` whose calls within a request go out through Envoy
+(:mod:`app.proxy.envoy_calls`), under the lifespan, drain and reload every pyvoy worker has
+(:mod:`app.server.pyvoy_app`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from app.gateway.registry import Method
 from app.gateway.upstream_http2 import Http2Invoker
 from app.proxy.envoy_calls import EnvoyOrChannel, envoy_connect, marking_envoy_requests
 from app.proxy.server import Proxy, Upstream
-from app.server.pyvoy_app import PyvoyApp, WebSocketBridge
 from app.settings.config import Settings
 
 
@@ -39,7 +38,3 @@ class EnvoyProxy(Proxy):
             forward_authorization=self.settings.proxy_auth == "passthrough",
         )
         return EnvoyOrChannel(envoy, super().upstream_invoker(methods, upstreams))
-
-
-app = PyvoyApp(EnvoyProxy)
-websocket_app = WebSocketBridge(app)

@@ -39,7 +39,7 @@ from app.gateway.registry import Method, Registry
 from app.gateway.routes import Readiness, gateway_app
 from app.gateway.upstream import ByService, UpstreamInvoker
 from app.observe.calls import Telemetry
-from app.observe.metrics import SWITCH
+from app.observe.metrics import RECORDING
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
 from app.server.jobs import purge_expired_revocations, supervised
 from app.server.tls import check_upstream_tls, upstream_credentials
@@ -124,6 +124,7 @@ class Proxy:
         )
         self.telemetry = Telemetry(metrics=settings.metrics, request_log=settings.request_log)
         self.store: ObjectStore | None = None
+        self.grpc_port = 0  # it serves no gRPC port of its own
         self.gate: Gate | None = None
         self._local: Registry | None = None  # the login, with --auth jwt
         self._servicers: dict[str, object] = {}
@@ -141,7 +142,7 @@ class Proxy:
     async def _start(self) -> None:
         settings = self.settings
         check_proxy_settings(settings)
-        SWITCH.recording = settings.metrics  # the gate's and the store's, as serve does
+        RECORDING.on = settings.metrics  # the gate's and the store's, as serve does
         if settings.proxy_auth == "jwt":
             await self._open_auth_store()
         else:

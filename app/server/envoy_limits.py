@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.server.serving import url_host
+from app.server.process import url_host
 from app.settings.config import Settings
 from app.settings.limits import STREAM_HEADERS_WAIT_SECONDS
 

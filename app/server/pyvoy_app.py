@@ -1,7 +1,7 @@
 """The ASGI app one pyvoy (Envoy) process runs: a server built from the ``PORTICO_*`` variables
 its supervisor set (:mod:`app.server.pyvoy_server`), started and stopped by the ASGI lifespan.
-This module's :data:`app` is a Portico; ``portico proxy`` runs a :class:`PyvoyApp` of its own
-(:mod:`app.proxy.pyvoy_app`) over the same lifespan, drain and reload.
+Which server (``portico serve``'s or the proxy's) the supervisor names in
+``PORTICO_APPLICATION``; :mod:`app.server.pyvoy_worker` is the module Envoy loads.
 
 Envoy owns the process's signals, and a SIGTERM to it closes every connection at once. So the
 graceful stop is the supervisor's word instead: it connects over a local socket, and on
@@ -25,18 +25,20 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from app.main import Portico
 from app.observe import tracing
 from app.observe.logs import configure_logging
+from app.server.application import Served
 from app.server.envoy_limits import STREAM_WINDOW_BYTES
-from app.server.serving import STARTUP_REFUSALS, settle_heap
+from app.server.process import STARTUP_REFUSALS, settle_heap
 from app.settings.config import ConfigurationError, Settings
 
 SUPERVISOR_ENV = "PORTICO_SUPERVISOR"  # the supervisor's socket, in the abstract namespace
+# What a worker builds: the application's "module:callable" (app.server.application).
+APPLICATION_ENV = "PORTICO_APPLICATION"
 READY, DRAIN, DRAINED, RELOAD = b"ready", b"drain", b"drained", b"reload"
 # How often a stream whose request has ended asks pyvoy whether its client is still there.
 DISCONNECT_POLL_FIRST_SECONDS = 0.05
@@ -56,24 +58,6 @@ LATENESS_CHECK_SECONDS = 0.1
 BEHIND_SECONDS = 0.05
 
 log = logging.getLogger("portico")
-
-
-class Served(Protocol):
-    """What a worker runs: a Portico, or a proxy."""
-
-    settings: Settings
-
-    @property
-    def http_app(self) -> Any: ...
-
-    @property
-    def shutting_down(self) -> bool: ...
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    def begin_shutdown(self) -> None: ...
 
 
 class PyvoyApp:
@@ -308,7 +292,3 @@ async def _connect(name: str) -> tuple[asyncio.StreamReader, asyncio.StreamWrite
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect("\0" + name)
     return await asyncio.open_unix_connection(sock=sock)
-
-
-app = PyvoyApp(Portico)
-websocket_app = WebSocketBridge(app)

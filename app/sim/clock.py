@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from app.observe.metrics import SIM_STEP_LAG_SECONDS, SWITCH
+from app.observe.metrics import RECORDING, SIM_STEP_LAG_SECONDS
 
 # A fixed origin keeps step numbers stable across restarts and replicas.
 DEFAULT_ORIGIN = datetime(2024, 1, 1, tzinfo=UTC)
@@ -90,7 +90,7 @@ class SimClock:
         while (remaining_ns := self._origin_ns + target * self._step_ns - self._wall_ns()) > 0:
             # The event loop's timer may wake a hair early; the loop re-checks the wall clock.
             await asyncio.sleep(remaining_ns / 1e9)
-        if SWITCH.recording:
+        if RECORDING.on:
             # How late this wake-up is: a busy loop makes the whole simulation fall behind.
             SIM_STEP_LAG_SECONDS.observe(-remaining_ns / 1e9)
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
 
-from app.observe.metrics import SWITCH, WRITE_LOCK_SECONDS
+from app.observe.metrics import RECORDING, WRITE_LOCK_SECONDS
 from app.store.engine import (
     DEFAULT_BUSY_TIMEOUT,
     is_busy,
@@ -353,7 +353,7 @@ class WriterQueue:
 
 
 def _waited(histogram: Any, started: float) -> None:
-    if SWITCH.recording:
+    if RECORDING.on:
         histogram.observe(time.perf_counter() - started)
 
 

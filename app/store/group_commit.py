@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from app.observe.metrics import GROUP_COMMITS, GROUP_COMMITTED, SWITCH, WRITE_LOCK_SECONDS
+from app.observe.metrics import GROUP_COMMITS, GROUP_COMMITTED, RECORDING, WRITE_LOCK_SECONDS
 from app.store.runner import TransactionRunner, call_mapped, execute
 from app.store.turn_lock import TurnLock
 
@@ -158,7 +158,7 @@ class GroupCommit:
                 self._sweeper = asyncio.ensure_future(self._commit_when_idle())
             raise
         self._waiting -= 1
-        if SWITCH.recording:
+        if RECORDING.on:
             _PROCESS_LOCK_WAIT.observe(time.perf_counter() - started)
 
     async def _open(self) -> _Group:
@@ -274,7 +274,7 @@ class GroupCommit:
             if error is not None or not commit:
                 group.committed.set_exception(group.broken or error or RuntimeError("rolled back"))
                 return
-            if SWITCH.recording and group.members:
+            if RECORDING.on and group.members:
                 GROUP_COMMITS.inc()
                 GROUP_COMMITTED.inc(group.members)
             group.committed.set_result(None)

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, func, select
 
 from app.calls import stream_position
-from app.observe import local
-from app.observe.metrics import SWITCH, WATCH_LAG_SECONDS
+from app.observe import loop_counters
+from app.observe.metrics import RECORDING, WATCH_LAG_SECONDS
 from app.store.counters import read_counter
 from app.store.engine import sqlite_connection
 from app.store.errors import OutOfRange, Unavailable
@@ -44,7 +44,7 @@ RECENT_EVENTS = 4096
 
 _log = core_table(EventLogEntry)
 # Observed for every event each watcher gets: a thousand subscribers make it a hot path.
-_WATCH_LAG = local.histogram(WATCH_LAG_SECONDS)
+_WATCH_LAG = loop_counters.histogram(WATCH_LAG_SECONDS)
 _objects = core_table(StoredObject)
 
 
@@ -426,7 +426,7 @@ _committed_at: tuple[Event | None, float] = (None, 0.0)  # the last event delive
 def _delivered(event: Event) -> None:
     """Watch lag: how long after its commit an event reaches a watcher."""
     global _committed_at
-    if SWITCH.recording:
+    if RECORDING.on:
         # A thousand watchers get the same event one after another: its time is read once.
         last, at = _committed_at
         if event is not last:

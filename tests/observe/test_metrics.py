@@ -13,7 +13,7 @@ from app.auth import accounts
 from app.gateway.registry import Method, Registry
 from app.observe.calls import Telemetry
 from app.observe.exposition import serve_metrics
-from app.observe.local import LocalHistogram
+from app.observe.loop_counters import LocalHistogram
 from gen.scheduler import scheduler_pb2 as scheduler
 from gen.scheduler import scheduler_pb2_grpc as scheduler_grpc
 from tests.harness import Running, run, running

@@ -57,7 +57,7 @@ def test_every_worker_counts_into_one_scrape(two_workers: Workers):
         files_before = _per_worker(two_workers.data_dir)
         for _ in range(CALLS):
             assert http.get("/api/v1/version", headers=auth).status_code == 200
-        # Each worker adds its calls into its file within a second (app/observe/local.py);
+        # Each worker adds its calls into its file within a second (app/observe/loop_counters.py);
         # then every scrape, whichever worker answers it, counts all of them.
         deadline = time.monotonic() + 10
         while _scraped_calls(http)[0] != before + CALLS:

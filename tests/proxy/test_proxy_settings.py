@@ -76,7 +76,7 @@ def test_a_bad_proxy_setting_stops_the_start_with_one_line(
     allowed: str,
 ) -> None:
     monkeypatch.delenv("PORTICO_UPSTREAMS", raising=False)
-    monkeypatch.setattr("app.proxy.run.run_event_loop", _started_anyway)
+    monkeypatch.setattr("app.server.on_uvicorn.serve.run_event_loop", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["proxy", *(flag.format(**files) for flag in flags)])
     message = str(stopped.value.code)
@@ -87,7 +87,7 @@ def test_a_bad_proxy_setting_stops_the_start_with_one_line(
 
 @pytest.mark.parametrize("server", ["uvicorn", "pyvoy"])
 def test_workers_out_of_range_are_refused(monkeypatch: pytest.MonkeyPatch, server: str) -> None:
-    monkeypatch.setattr("app.proxy.run.run_event_loop", _started_anyway)
+    monkeypatch.setattr("app.server.on_uvicorn.serve.run_event_loop", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["proxy", "--upstream", "a:1", "--workers", "0", "--server", server])
     assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")

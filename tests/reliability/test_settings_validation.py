@@ -16,7 +16,7 @@ from app.store import SCHEMA_VERSION, ObjectStore
 from tests.harness import run, running
 
 
-def _started_anyway(settings: object) -> None:
+def _started_anyway(*settings: object) -> None:
     raise AssertionError(f"serve started with {settings}")
 
 
@@ -73,7 +73,7 @@ def test_a_host_this_machine_cannot_listen_on_stops_serve_with_one_line(
     for setting in ("PORTICO_HTTP_PORT", "PORTICO_GRPC_PORT"):
         monkeypatch.setenv(setting, "0")
     monkeypatch.setenv("PORTICO_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr("app.server.serving.run_event_loop", _started_anyway)
+    monkeypatch.setattr("app.server.on_uvicorn.serve.run_event_loop", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["serve"])
     message = str(stopped.value.code)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import uvicorn
 
-from app.server.serving import http_config
+from app.server.on_uvicorn.serve import http_config
 from tests.harness import run, running, settings_for
 from tests.reliability.server import login, start_server
 

@@ -9,7 +9,7 @@ import contextlib
 import pytest
 from prometheus_client import REGISTRY
 
-from app.observe.metrics import SWITCH
+from app.observe.metrics import RECORDING
 from app.store import AlreadyExists, ObjectStore
 from tests.store.conftest import run
 
@@ -25,9 +25,9 @@ def _commits_and_transactions() -> tuple[float, float]:
 
 @pytest.fixture(autouse=True)
 def _recording():
-    was, SWITCH.recording = SWITCH.recording, True
+    was, RECORDING.on = RECORDING.on, True
     yield
-    SWITCH.recording = was
+    RECORDING.on = was
 
 
 def test_concurrent_creates_share_commits_and_all_are_stored(with_store):

@@ -1,2 +1,3 @@
-"""HTTP connection plumbing under every flow: connections a slow client cannot hold open,
-replies written in batches, streamed responses with keepalives and final frames."""
+"""HTTP plumbing under every flow, whichever server runs it: swept deadlines for slow bodies,
+streamed responses with keepalives and final frames, reply compression and request decoding
+(the connections themselves are the server's: app/server)."""

@@ -1,5 +1,5 @@
 """A coarse and cheap timeout for reading a request body (and the table of deadlines under it,
-which request heads use too: :mod:`app.gateway.http.connections`).
+which request heads use too: :mod:`app.server.on_uvicorn.connections`).
 
 ``asyncio.timeout`` arms a timer per use (a timer handle that copies the context, pushed on the
 loop's heap, then cancelled), which costs as much as a small RPC's own work. A body timeout is

@@ -1,7 +1,7 @@
 """Awaitables that are done at once, for hot paths whose common case needs no wait.
 
 A function on every call's path that usually knows its answer at once (the gate admitting a
-recently verified token, a body of no bytes) returns a :class:`Done` instead of being a
+recently verified token, a body of no bytes) returns an :class:`Immediate` instead of being a
 coroutine: awaiting one costs a fraction of creating and running a coroutine frame, and each
 such layer is measurable per request (``tests/bench``).
 """
@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
-class Done(Generic[T]):
+class Immediate(Generic[T]):
     """An awaitable giving ``value`` without suspending."""
 
     __slots__ = ("value",)
@@ -27,5 +27,5 @@ class Done(Generic[T]):
         yield  # a generator that ends at once
 
 
-NOTHING: Done[None] = Done(None)
-EMPTY: Done[bytes] = Done(b"")
+NOTHING: Immediate[None] = Immediate(None)
+EMPTY: Immediate[bytes] = Immediate(b"")

@@ -21,7 +21,8 @@ field's bytes as they come (trailers of a chunked body add to the same count); a
 being read is counted in the reads that carry it, since httptools hands it over only whole.
 Past the limit the answer is ``431`` and the connection closes.
 
-Its writes go through :mod:`app.gateway.http.write_batches`: a loop turn's replies leave together.
+Its writes go through :mod:`app.server.on_uvicorn.write_batches`: a loop turn's replies leave
+together.
 
 A call whose work goes on elsewhere (a proxy's upstream) learns that its client went away from
 the connection itself: ``scope["extensions"][ON_DISCONNECT]["watch"](callback)`` runs
@@ -40,7 +41,8 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.gateway.http.slow_reads import SweptDeadlines
-from app.gateway.http.write_batches import WriteBatches
+from app.gateway.invoker import ON_DISCONNECT
+from app.server.on_uvicorn.write_batches import WriteBatches
 from app.settings.limits import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 
 
@@ -62,7 +64,6 @@ _TOO_LARGE = _refusal(
 # refused once its later reads come to this much (twice the limit, so that the colons, spaces and
 # line ends of a head just under the limit never count against it).
 _HEAD_READS_LIMIT = 2 * MAX_REQUEST_HEAD_BYTES
-ON_DISCONNECT = "portico.on_disconnect"
 
 
 class _HeadTooLarge(Exception):

@@ -1,5 +1,5 @@
 """Replies written in one loop turn leave together at its end, in order, and nothing held is
-lost, overtaken or left unbounded (app.gateway.http.write_batches)."""
+lost, overtaken or left unbounded (app.server.on_uvicorn.write_batches)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from app.gateway.http.write_batches import HOLD_BYTES, HOLD_CONNECTIONS, WriteBatches
+from app.server.on_uvicorn.write_batches import HOLD_BYTES, HOLD_CONNECTIONS, WriteBatches
 from tests.harness import run, running, uvicorn_serving
 
 

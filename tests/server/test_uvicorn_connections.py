@@ -6,7 +6,7 @@ import asyncio
 import socket
 from typing import Any
 
-from app.gateway.http.connections import ON_DISCONNECT
+from app.gateway.invoker import ON_DISCONNECT
 from tests.harness import eventually, run, uvicorn_serving
 
 

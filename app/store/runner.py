@@ -53,7 +53,10 @@ def execute(conn: Connection, sql: str) -> None:
 def rollback_quietly(conn: Connection) -> None:
     """Roll back whatever transaction ``conn`` has open, if any."""
     # The transaction may already be gone (failed BEGIN, lost connection); nothing to undo then.
-    with contextlib.suppress(*DRIVER_ERRORS):
+    # A connection the server ended mid-COMMIT (a database restarting) is one SQLAlchemy holds
+    # invalid until rolled back at its own level: its ROLLBACK raised PendingRollbackError, which
+    # took the place of the COMMIT's error and answered the call INTERNAL instead of UNAVAILABLE.
+    with contextlib.suppress(*DRIVER_ERRORS, sa_exc.PendingRollbackError):
         conn.exec_driver_sql("ROLLBACK")
 
 

@@ -7,9 +7,11 @@ import sqlite3
 import grpc
 import psycopg
 import pytest
+from sqlalchemy import create_engine
 from sqlalchemy import exc as sa_exc
 
 from app.store import errors
+from app.store.runner import rollback_quietly
 
 
 @pytest.mark.parametrize(
@@ -53,3 +55,15 @@ def test_busy_or_unreachable_databases_are_unavailable_with_a_retry_hint(driver_
 def test_errors_that_are_bugs_are_not_disguised():
     syntax = sa_exc.ProgrammingError("SELEC 1", {}, sqlite3.ProgrammingError("syntax error"))
     assert errors.map_database_error(syntax) is None
+
+
+def test_rolling_back_a_connection_the_database_ended_is_quiet(tmp_path):
+    """A connection the server ended mid-transaction (a database restarting) is one SQLAlchemy
+    holds invalid: its ROLLBACK raised PendingRollbackError, which took the place of the
+    COMMIT's own error (UNAVAILABLE) and answered the call INTERNAL."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'lost.db'}")
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")  # a transaction begun
+        conn.invalidate()  # what SQLAlchemy does with a connection the server closed
+        rollback_quietly(conn)
+    engine.dispose()

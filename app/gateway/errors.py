@@ -15,7 +15,6 @@ on REST (as Status JSON with the mapped HTTP status) and on gRPC (as status + ri
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
@@ -25,6 +24,7 @@ from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from app.calls.close_names import did_you_mean
+from app.gateway.codec import base64_text
 from app.settings import limits
 
 # The canonical mapping (google/rpc/code.proto, grpc-gateway): the one table both directions use.
@@ -59,6 +59,22 @@ _MESSAGE_UNENCODED = "".join(chr(c) for c in range(0x20, 0x7F) if c != 0x25)
 def grpc_message(text: str) -> str:
     """A status message as gRPC's ``grpc-message`` header carries it."""
     return quote(text, safe=_MESSAGE_UNENCODED)
+
+
+def grpc_status_fields(error: GatewayError, *, padded: bool = False) -> list[tuple[str, str]]:
+    """An error's status as gRPC's trailers carry it (native gRPC's, gRPC-Web's trailer frame):
+    ``grpc-status``, ``grpc-message`` and its ``google.rpc.Status`` in ``grpc-status-details-bin``
+    whether it has details or not, as grpc servers send it, so that a client reads every
+    refusal's status the same way."""
+    status = error.status().SerializeToString()
+    return [
+        ("grpc-status", str(error.code.value[0])),
+        ("grpc-message", grpc_message(error.message)),
+        (
+            STATUS_DETAILS_KEY,
+            base64_text.encode(status) if padded else base64_text.encode_unpadded(status),
+        ),
+    ]
 
 
 def http_status(code: grpc.StatusCode) -> int:
@@ -242,4 +258,4 @@ def _if_match_failed(details: Sequence[any_pb2.Any]) -> bool:
 
 
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
+    return base64_text.encode(data)

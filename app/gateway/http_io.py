@@ -7,7 +7,6 @@ needs (metadata, a deadline, the body's bytes) and a call's outcome back into AS
 from __future__ import annotations
 
 import asyncio
-import base64
 import binascii
 import itertools
 import os
@@ -19,7 +18,7 @@ import grpc
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import immediate
-from app.gateway.codec import streaming
+from app.gateway.codec import base64_text, streaming
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import (
     STATUS_DETAILS_KEY,
@@ -98,8 +97,7 @@ def metadata(headers: Headers, request_id: str) -> tuple[Metadata, float | None]
                 name = key[len("grpc-metadata-") :]
                 if name.endswith("-bin"):
                     try:
-                        padded = value + "=" * (-len(value) % 4)
-                        found.append((name, base64.b64decode(padded, validate=True)))
+                        found.append((name, base64_text.decode(value)))
                     except binascii.Error as exc:
                         raise BadRequest(
                             f"header {key} is not base64", [(key, "not base64")]
@@ -122,12 +120,16 @@ def timeout_seconds(value: str) -> float:
     return int(digits) * unit
 
 
+def media_type(content_type: bytes) -> bytes:
+    """A ``Content-Type`` value's media type: lowercase, its parameters (``; charset=``) cut."""
+    return content_type.split(b";", 1)[0].strip().lower()
+
+
 def check_content_type(headers: Headers, *accepted: bytes) -> None:
     content_type = headers.get(b"content-type")
     if content_type is None:
         return  # curl without -H; the body must still be JSON
-    mime = content_type.split(b";", 1)[0].strip().lower()
-    if mime not in accepted:
+    if media_type(content_type) not in accepted:
         raise unsupported_media_type(content_type.decode("latin-1"), accepted[0].decode())
 
 
@@ -257,7 +259,7 @@ def _response_headers(
                 headers.append((b"etag", value.encode("latin-1")))
                 headers.append(reply_coding.NO_CACHE)
                 continue
-            text = base64.b64encode(value).decode() if isinstance(value, bytes) else value
+            text = base64_text.encode(value) if isinstance(value, bytes) else value
             headers.append((b"grpc-metadata-" + key.encode("latin-1"), text.encode("latin-1")))
     for key, text in extra:
         headers.append((key.encode(), text.encode("latin-1")))
@@ -348,7 +350,7 @@ def metadata_headers(metadata: Metadata, prefix: str = "") -> tuple[tuple[str, s
     return tuple(
         (
             prefix + key,
-            base64.b64encode(value).decode() if isinstance(value, bytes) else value,
+            base64_text.encode(value) if isinstance(value, bytes) else value,
         )
         for key, value in metadata
         if not key.startswith("grpc-")

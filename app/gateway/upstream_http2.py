@@ -14,7 +14,6 @@ upstream's status, message and details as a :class:`GatewayError`.
 from __future__ import annotations
 
 import asyncio
-import base64
 import binascii
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
@@ -24,6 +23,8 @@ import grpc
 from google.protobuf.message import Message
 from pyqwest import Headers, Request, Response, Transport
 
+from app.gateway.codec import base64_text
+from app.gateway.codec.envelopes import HEADER_BYTES, declared_length, envelope
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import CODE_BY_NUMBER, GatewayError
 from app.gateway.invoker import Call, until_deadline
@@ -147,11 +148,11 @@ class Http2Invoker:
             call, forward_authorization=self._forward_authorization
         ):
             if isinstance(value, bytes):
-                value = base64.b64encode(value).decode().rstrip("=")
+                value = base64_text.encode_unpadded(value)
             headers.add(key, value)
         content: bytes | AsyncIterator[bytes]
         if isinstance(request, Message):
-            content = _frame(request.SerializeToString())
+            content = envelope(0, request.SerializeToString())
         else:
             content = feeding.frames(request)
         return await connect(timeout).execute(Request("POST", url, headers, content))
@@ -167,7 +168,7 @@ class _Feeding:
     async def frames(self, requests: AsyncIterator[Message]) -> AsyncIterator[bytes]:
         try:
             async for message in requests:
-                yield _frame(message.SerializeToString())
+                yield envelope(0, message.SerializeToString())
         except Exception as exc:
             self.failed = exc
             raise
@@ -192,8 +193,8 @@ async def _replies(call: Call, response: Response) -> AsyncGenerator[Message, No
     buffer = bytearray()
     async for chunk in response.content:
         buffer += chunk
-        while len(buffer) >= 5:
-            size = int.from_bytes(buffer[1:5], "big")
+        while len(buffer) >= HEADER_BYTES:
+            size = declared_length(buffer)
             if buffer[0] != 0:
                 raise GatewayError(grpc.StatusCode.INTERNAL, "the upstream compressed a reply")
             if size > MAX_REPLY_BYTES:
@@ -201,10 +202,10 @@ async def _replies(call: Call, response: Response) -> AsyncGenerator[Message, No
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     f"the upstream's reply of {size} bytes is larger than {MAX_REPLY_BYTES}",
                 )
-            if len(buffer) < 5 + size:
+            if len(buffer) < HEADER_BYTES + size:
                 break
-            data = bytes(buffer[5 : 5 + size])
-            del buffer[: 5 + size]
+            data = bytes(buffer[HEADER_BYTES : HEADER_BYTES + size])
+            del buffer[: HEADER_BYTES + size]
             yield parse(data)
     if buffer:
         raise GatewayError(grpc.StatusCode.INTERNAL, "the upstream's reply ended mid-message")
@@ -238,7 +239,7 @@ def _metadata(fields: Headers) -> Metadata:
 
 def _unbase64(value: str) -> bytes:
     try:
-        return base64.b64decode(value + "=" * (-len(value) % 4))
+        return base64_text.decode(value)
     except binascii.Error:
         return b""  # a malformed binary header: read as empty, as grpc does
 
@@ -250,10 +251,6 @@ def _error(exc: Exception, context: GatewayContext) -> GatewayError:
         context.cancel()
         return GatewayError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
     return GatewayError(grpc.StatusCode.UNAVAILABLE, f"the upstream call failed: {exc}")
-
-
-def _frame(data: bytes) -> bytes:
-    return b"\x00" + len(data).to_bytes(4, "big") + data
 
 
 def _grpc_timeout(seconds: float) -> str:

@@ -10,7 +10,6 @@ an end-stream frame carrying the error and trailers (see :mod:`app.gateway.proto
 from __future__ import annotations
 
 import asyncio
-import base64
 import binascii
 import json
 import time
@@ -20,6 +19,8 @@ import grpc
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
+from app.gateway.codec import base64_text
+from app.gateway.codec.envelopes import COMPRESSED, envelope
 from app.gateway.codec.transcoding import query_pairs
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
@@ -37,7 +38,6 @@ from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import admit, grace_ended, new_call, unary_reply, unexpected_failure
 from app.gateway.protocols.enveloped import LastFrameWire, ProtocolFlow, serve_enveloped
-from app.gateway.protocols.envelopes import COMPRESSED, envelope
 from app.gateway.stages import Stages
 from app.observe.calls import Observation
 
@@ -62,7 +62,7 @@ def error_dict(error: GatewayError) -> dict[str, object]:
         found["details"] = [
             {
                 "type": detail.type_url.rsplit("/", 1)[-1],
-                "value": base64.b64encode(detail.value).decode().rstrip("="),
+                "value": base64_text.encode_unpadded(detail.value),
             }
             for detail in error.details
         ]
@@ -216,7 +216,7 @@ class ConnectFlow(ProtocolFlow):
         text = query.get("message", "")
         if query.get("base64") == "1":
             try:
-                body = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+                body = base64_text.decode(text, url_safe=True)
             except (binascii.Error, ValueError) as exc:
                 raise BadRequest(
                     "query parameter message is not base64", [("message", str(exc))]

@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
+from app.gateway.codec.envelopes import COMPRESSED, read_envelopes
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import BadRequest, GatewayError, method_not_found
@@ -25,7 +26,6 @@ from app.gateway.http.decompression import gunzip
 from app.gateway.http_io import Ended
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, Request, admit, stream_ending, until_deadline
-from app.gateway.protocols.envelopes import COMPRESSED, read_envelopes
 from app.gateway.stages import Stages
 from app.observe.calls import UNMATCHED, Observation
 

@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Awaitable
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
+from app.gateway.codec.envelopes import base64_chunks, envelope
 from app.gateway.codec.wire_codecs import WireCodec
 from app.gateway.context import GatewayContext
 from app.gateway.errors import (
-    STATUS_DETAILS_KEY,
     GatewayError,
-    grpc_message,
+    grpc_status_fields,
     unsupported_encoding,
     unsupported_media_type,
 )
@@ -27,7 +27,6 @@ from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import new_call
 from app.gateway.protocols.enveloped import LastFrameWire, ProtocolFlow, serve_enveloped
-from app.gateway.protocols.envelopes import base64_chunks, envelope
 from app.observe.calls import Observation
 
 TRAILERS = 0x80
@@ -91,7 +90,7 @@ class GrpcWebFlow(ProtocolFlow):
 
 
 def _mime(headers: http_io.Headers) -> str:
-    return headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower().decode("latin-1")
+    return http_io.media_type(headers.get(b"content-type", b"")).decode("latin-1")
 
 
 async def _refuse(
@@ -124,12 +123,10 @@ class GrpcWebWire(LastFrameWire):
         return self._out(envelope(0, payload), final=False)
 
     def end(self, error: GatewayError | None, context: GatewayContext | None) -> bytes:
-        lines = [f"grpc-status: {0 if error is None else error.code.value[0]}"]
-        if error is not None:
-            # The Status, with or without details, as native gRPC sends it.
-            status = base64.b64encode(error.status().SerializeToString()).decode()
-            lines.append(f"grpc-message: {grpc_message(error.message)}")
-            lines.append(f"{STATUS_DETAILS_KEY}: {status}")
+        if error is None:
+            lines = ["grpc-status: 0"]
+        else:
+            lines = [f"{name}: {value}" for name, value in grpc_status_fields(error, padded=True)]
         if context is not None:
             lines += [f"{k}: {v}" for k, v in metadata_headers(context.trailing_metadata_sent)]
         block = "".join(f"{line}\r\n" for line in lines).encode("latin-1", "replace")

@@ -11,7 +11,6 @@ whole and answers in three ASGI events; streams run the enveloped flow every pro
 from __future__ import annotations
 
 import asyncio
-import base64
 import binascii
 import time
 from collections.abc import AsyncIterator, Awaitable
@@ -22,13 +21,14 @@ from google.protobuf.message import Message
 from starlette.types import Receive, Scope, Send
 
 from app.gateway import http_io
+from app.gateway.codec import base64_text
+from app.gateway.codec.envelopes import COMPRESSED, HEADER_BYTES, declared_length, envelope
 from app.gateway.codec.wire_codecs import JsonCodec, ProtoCodec, WireCodec
 from app.gateway.context import GatewayContext, Metadata
 from app.gateway.errors import (
-    STATUS_DETAILS_KEY,
     BadRequest,
     GatewayError,
-    grpc_message,
+    grpc_status_fields,
     header_not_parsed,
     unsupported_encoding,
 )
@@ -39,11 +39,11 @@ from app.gateway.http_io import Ended, metadata_headers
 from app.gateway.http_rules import BindingPlan
 from app.gateway.invoker import Call, admit, grace_ended, unary_reply, unexpected_failure
 from app.gateway.protocols.enveloped import ProtocolFlow, serve_enveloped
-from app.gateway.protocols.envelopes import COMPRESSED, envelope
 from app.gateway.stages import Stages
 from app.observe.calls import Observation
 
 CONTENT_TYPE = b"application/grpc"
+_SUBTYPE = CONTENT_TYPE + b"+"  # application/grpc+proto, +json
 CLIENT_CERT_HEADER = b"x-forwarded-client-cert"  # Envoy's, with the verified certificate
 TRAILERS_EXTENSION = "http.response.trailers"
 # What a request may compress with, and what this server says it accepts.
@@ -69,7 +69,8 @@ _NOT_METADATA = frozenset(
 
 def is_native_grpc(content_type: bytes) -> bool:
     """``application/grpc``, ``application/grpc+proto|+json`` (not gRPC-Web's types)."""
-    return content_type.startswith(CONTENT_TYPE) and content_type[16:17] in (b"", b"+", b";")
+    media = http_io.media_type(content_type)
+    return media == CONTENT_TYPE or media.startswith(_SUBTYPE)
 
 
 class NativeGrpcFlow(ProtocolFlow):
@@ -121,7 +122,7 @@ class NativeGrpcFlow(ProtocolFlow):
             await admit(call, options.authenticate)
             limit = options.max_body_bytes
             body = await http_io.read_body(
-                receive, headers, limit + _ENVELOPE_HEADER, options.body_timeout_seconds
+                receive, headers, limit + HEADER_BYTES, options.body_timeout_seconds
             )
             request = wire.only_message(body, plan, limit)
             watch = options.cancel_unary_on_disconnect
@@ -201,7 +202,7 @@ class NativeGrpcFlow(ProtocolFlow):
         return GrpcWire(self._codec(headers), headers)
 
     def _codec(self, headers: http_io.Headers) -> WireCodec:
-        subtype = headers.get(b"content-type", b"")[16:].split(b";", 1)[0].strip().lower()
+        subtype = http_io.media_type(headers.get(b"content-type", b"")).removeprefix(CONTENT_TYPE)
         if subtype in (b"", b"+proto"):
             return self.proto
         if subtype == b"+json":
@@ -211,9 +212,6 @@ class NativeGrpcFlow(ProtocolFlow):
             f"content type application/grpc{subtype.decode('latin-1')} is not served; "
             "allowed: application/grpc, application/grpc+proto, application/grpc+json",
         )
-
-
-_ENVELOPE_HEADER = 5
 
 
 class GrpcWire:
@@ -281,17 +279,17 @@ class GrpcWire:
 
     def only_message(self, body: bytes, plan: BindingPlan, limit: int) -> Message:
         """The one request message of a unary call, from its whole body."""
-        if len(body) < _ENVELOPE_HEADER:
+        if len(body) < HEADER_BYTES:
             raise BadRequest(http_io.NO_MESSAGE)
         flags = body[0]
-        length = int.from_bytes(body[1:_ENVELOPE_HEADER], "big")
-        if len(body) != _ENVELOPE_HEADER + length:
+        length = declared_length(body)
+        if len(body) != HEADER_BYTES + length:
             raise BadRequest(
                 http_io.MORE_THAN_ONE
-                if len(body) > _ENVELOPE_HEADER + length
+                if len(body) > HEADER_BYTES + length
                 else "the request ends inside its message"
             )
-        payload = body[_ENVELOPE_HEADER:]
+        payload = body[HEADER_BYTES:]
         if flags & ~COMPRESSED:
             raise BadRequest(f"request message has unknown flags {flags:#04x}")
         if flags & COMPRESSED:
@@ -371,8 +369,7 @@ def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, 
             deadline = time.monotonic() + seconds
         elif key.endswith("-bin"):
             try:
-                padded = raw_value + b"=" * (-len(raw_value) % 4)
-                found.append((key, base64.b64decode(padded, validate=True)))
+                found.append((key, base64_text.decode(raw_value)))
             except binascii.Error:
                 raise header_not_parsed(key, "illegal base64 encoding") from None
         else:
@@ -383,18 +380,12 @@ def grpc_metadata(headers: http_io.Headers, request_id: str) -> tuple[Metadata, 
 def trailers(
     error: GatewayError | None, context: GatewayContext | None
 ) -> list[tuple[bytes, bytes]]:
-    """The status (and trailing metadata) as gRPC's trailers; an error's ``google.rpc.Status``
-    goes in ``grpc-status-details-bin`` whether it has details or not, as grpc servers send it
-    (the grpc.aio port too), so that a client reads every refusal's status the same way."""
+    """The status (and trailing metadata) as gRPC's trailers (see
+    :func:`~app.gateway.errors.grpc_status_fields`)."""
     if error is None:
         block = [(b"grpc-status", b"0")]
     else:
-        status = base64.b64encode(error.status().SerializeToString()).rstrip(b"=")
-        block = [
-            (b"grpc-status", str(error.code.value[0]).encode()),
-            (b"grpc-message", grpc_message(error.message).encode()),
-            (STATUS_DETAILS_KEY.encode(), status),
-        ]
+        block = [(name.encode(), value.encode()) for name, value in grpc_status_fields(error)]
     if context is not None and context.trailing_metadata_sent:
         block += [
             (key.encode("latin-1"), value.encode("latin-1"))

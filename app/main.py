@@ -216,7 +216,14 @@ class Portico:
         not_running = self.background.not_running()
         if not_running:
             body["not_running"] = not_running
-        return Readiness(not trouble, body, {"background": self.background.report()})
+        details: dict[str, object] = {"background": self.background.report()}
+        provider = None if self.gate is None else self.gate.provider
+        if provider is not None:
+            # Not a reason to send no calls here: Portico's own tokens work without it.
+            details["identity_provider"] = report = provider.keys.report()
+            if report["status"] == "unreachable":
+                body["identity_provider"] = report
+        return Readiness(not trouble, body, details)
 
     def _authenticate(
         self, method: Method, metadata: Iterable[tuple[str, str | bytes]], peer: Peer
@@ -227,7 +234,7 @@ class Portico:
         caller = self.gate.admitted_now(method.full_name, metadata)
         if caller is None:
             return admit_caller(self.gate, method, metadata, peer)
-        note_user(caller.username)
+        note_user(caller.username, caller.issuer)
         return done.NOTHING
 
     def begin_shutdown(self) -> None:

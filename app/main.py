@@ -18,6 +18,7 @@ from app import catalog
 from app.assembly.gate import admit_caller, open_gate
 from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
+from app.auth.policy_file import load_if_set
 from app.auth.service import AuthService
 from app.gateway import done
 from app.gateway.codec.json_mapping import JsonOptions
@@ -86,8 +87,11 @@ class Portico:
         SWITCH.recording = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
         check_rate_limited_methods(settings, self.registry)
+        policy_file = load_if_set(settings.policy_file)
         try:
-            policy = catalog.policy(self.registry)
+            policy = catalog.policy(self.registry, policy_file)
+        except ConfigurationError:
+            raise
         except ValueError as exc:
             raise ConfigurationError(f"the server's APIs do not match gen/: {exc}") from None
         self.store, self.gate = await open_gate(

@@ -150,7 +150,30 @@ def _parser() -> argparse.ArgumentParser:
         "path", nargs="?", default=None, help="output file, '-' for stdout (default openapi.yaml)"
     )
     openapi.set_defaults(run=_openapi)
+    policy = commands.add_parser(
+        "policy",
+        help="print who may call each method: the name rule, or PORTICO_POLICY_FILE's roles",
+    )
+    policy.add_argument(
+        "--policy-file", dest="policy_file", help=_setting("the policy file", "policy_file")
+    )
+    policy.add_argument(
+        "--descriptor-set",
+        dest="descriptor_set",
+        help="the methods of this FileDescriptorSet (a `portico proxy` upstream's) instead of "
+        "Portico's own",
+    )
+    policy.set_defaults(run=_policy)
     return parser
+
+
+def _policy(args: argparse.Namespace) -> None:
+    from app.cli.policy import print_policy
+
+    try:
+        print_policy(_settings(args))
+    except ConfigurationError as exc:
+        raise SystemExit(f"portico: {exc}") from None
 
 
 def _add_proxy_command(commands: Any) -> None:

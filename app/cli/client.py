@@ -1,9 +1,10 @@
 """``portico login`` and ``portico call``: a grpcurl-like client for people without grpcurl.
 
-``login`` calls ``AuthService.Login`` and keeps the token, with the server's addresses, in a
-private file; ``call`` then sends any RPC as JSON over gRPC (the default) or REST with that token,
-printing each reply as it arrives. The methods are this package's own descriptors, so nothing is
-looked up on the server first.
+``login`` calls ``AuthService.Login`` (or, given ``--token``, takes a token an identity provider
+issued, once the server's ``CheckToken`` accepts it) and keeps the token, with the server's
+addresses, in a private file; ``call`` then sends any RPC as JSON over gRPC (the default) or
+REST with that token, printing each reply as it arrives. The methods are this package's own
+descriptors, so nothing is looked up on the server first.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from app.cli.client_calls import (
 from app.gateway.registry import Method, Registry
 
 LOGIN = "services.auth.AuthService/Login"
+CHECK_TOKEN = "services.auth.AuthService/CheckToken"
 UNAUTHENTICATED = 16  # google.rpc.Code
 
 
@@ -70,9 +72,18 @@ def add_client_commands(commands: Any) -> None:
         "login",
         help="log in to a running server and keep the token",
         description="Log in to a running server (AuthService.Login) and keep the token, with "
-        "the server's addresses, for `portico call`.",
+        "the server's addresses, for `portico call`. With --token, keep a token of the "
+        "identity provider the server trusts (PORTICO_OIDC_ISSUER) instead, once the server "
+        "says it accepts it.",
     )
-    login.add_argument("--username", "-u", required=True)
+    who = login.add_mutually_exclusive_group(required=True)
+    who.add_argument("--username", "-u")
+    who.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="a token the identity provider issued; '-' reads it from stdin (out of the "
+        "shell's history and of `ps`)",
+    )
     login.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     _server_options(login)
     login.set_defaults(run=_login)
@@ -122,15 +133,37 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
 def _login(args: argparse.Namespace) -> None:
     saved = _saved()
     server = _server(args, saved)
-    password = _password(args.password_stdin)
-    [reply] = list(_invoke(server, LOGIN, [{"username": args.username, "password": password}], []))
+    if args.token is not None:
+        token = _pasted_token(server, args.token)
+        who = "the identity provider's token"
+    else:
+        password = _password(args.password_stdin)
+        request = {"username": args.username, "password": password}
+        [reply] = list(_invoke(server, LOGIN, [request], []))
+        token, who = reply["token"], args.username
     path = login_file()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(descriptor, 0o600)  # also when an older file was readable by others
     with os.fdopen(descriptor, "w") as out:
-        json.dump({**server, "token": reply["token"]}, out)
-    print(f"logged in as {args.username}; token kept in {path}")
+        json.dump({**server, "token": token}, out)
+    print(f"logged in as {who}; token kept in {path}")
+
+
+def _pasted_token(server: dict[str, str], given: str) -> str:
+    """The token given (stdin for '-'), once the server accepts it: a token that is expired,
+    of another issuer or audience, or pasted wrong is refused now, not at the next call."""
+    token = (sys.stdin.readline() if given == "-" else given).strip()
+    token = token.removeprefix("Bearer ").strip()
+    if not token:
+        raise SystemExit("portico: --token: no token given")
+    [reply] = list(_invoke(server, CHECK_TOKEN, [{"token": token}], []))
+    if not reply.get("success"):
+        raise SystemExit(
+            "portico: the server does not accept this token (expired, of another issuer or "
+            "audience than its PORTICO_OIDC_* settings name, or not signed by the provider's keys)"
+        )
+    return token
 
 
 def _call(args: argparse.Namespace) -> None:

@@ -15,6 +15,7 @@ import gen
 from app import __version__
 from app.auth import field_rules as login_rules
 from app.auth.policy import Policy
+from app.auth.policy_file import PolicyFile
 from app.auth.service import ACCESS as LOGIN_ACCESS
 from app.calls.access import AccessRules
 from app.gateway.codec.json_mapping import JsonOptions
@@ -41,14 +42,17 @@ def registry() -> Registry:
     return Registry.from_package("gen")
 
 
-def policy(served: Registry) -> Policy:
-    """Who may call what of ``served``; every service and method an API's rules name must be
-    one it serves (a misspelt name would leave the method it meant under the name rule)."""
+def policy(served: Registry, file: PolicyFile | None = None) -> Policy:
+    """Who may call what of ``served`` (with a policy file, the roles it names; it is checked
+    against ``served``); every service and method an API's rules name must be one it serves
+    (a misspelt name would leave the method it meant under the name rule)."""
     known = {s.full_name for s in served.services} | {m.full_name for m in served}
     unknown = sorted(ACCESS.names() - known)
     if unknown:
         raise ValueError(f"access rules name what is not served: {', '.join(unknown)}")
-    return Policy(ACCESS)
+    if file is not None:
+        file.check(m.full_name for m in served)
+    return Policy(ACCESS, file)
 
 
 def portico_openapi(

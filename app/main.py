@@ -19,6 +19,7 @@ from app import __version__, catalog
 from app.assembly.gate import admit_caller, open_gate
 from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
+from app.auth.policy_file import load_if_set
 from app.auth.service import AuthService
 from app.calls.close_names import close_names
 from app.gateway import immediate
@@ -90,8 +91,11 @@ class Portico:
         RECORDING.on = settings.metrics  # the store's, the gate's and the simulation's
         check_tls_files(settings)
         check_rate_limited_methods(settings, self.registry)
+        policy_file = load_if_set(settings.policy_file)
         try:
-            policy = catalog.policy(self.registry)
+            policy = catalog.policy(self.registry, policy_file)
+        except ConfigurationError:
+            raise
         except ValueError as exc:
             raise ConfigurationError(f"the server's APIs do not match gen/: {exc}") from None
         self.store, self.gate = await open_gate(
@@ -225,7 +229,14 @@ class Portico:
         not_running = self.background.not_running()
         if not_running:
             body["not_running"] = not_running
-        return Readiness(not trouble, body, {"background": self.background.report()})
+        details: dict[str, object] = {"background": self.background.report()}
+        provider = None if self.gate is None else self.gate.provider
+        if provider is not None:
+            # Not a reason to send no calls here: Portico's own tokens work without it.
+            details["identity_provider"] = report = provider.keys.report()
+            if report["status"] == "unreachable":
+                body["identity_provider"] = report
+        return Readiness(not trouble, body, details)
 
     def _authenticate(
         self, method: Method, metadata: Iterable[tuple[str, str | bytes]], peer: Peer
@@ -236,7 +247,7 @@ class Portico:
         caller = self.gate.admitted_now(method.full_name, metadata)
         if caller is None:
             return admit_caller(self.gate, method, metadata, peer)
-        note_user(caller.username)
+        note_user(caller.username, caller.issuer)
         return immediate.NOTHING
 
     def begin_shutdown(self) -> None:

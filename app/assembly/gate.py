@@ -15,10 +15,12 @@ from sqlalchemy.engine import make_url
 
 from app.assembly.database_wait import open_store
 from app.auth.gate import Gate
+from app.auth.oidc import ProviderConfig, ProviderTokens
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Policy
 from app.auth.rate_limit import limiter_for
 from app.auth.tokens import TokenIssuer, load_secret
+from app.calls.callers import Caller
 from app.calls.refusals import Rejected
 from app.gateway.errors import GatewayError
 from app.gateway.options import Peer
@@ -53,6 +55,10 @@ async def open_gate(
         await store.close()
         raise
     limiter = limiter_for(store.rate_buckets, *settings.rate_limits())
+    provider_config = ProviderConfig.from_settings(settings)
+    provider = None if provider_config is None else ProviderTokens(provider_config)
+    if provider is not None:
+        provider.keys.start()
     return store, Gate(
         store,
         issuer,
@@ -60,6 +66,7 @@ async def open_gate(
         trusted_proxies=settings.trusted_proxies,
         limiter=limiter,
         policy=policy,
+        provider=provider,
     )
 
 
@@ -109,8 +116,8 @@ async def admit_caller(
         headers = [("www-authenticate", rejected.challenge)] if rejected.challenge else []
         details = rejected.status_proto().details
         raise GatewayError(rejected.code, rejected.message, details, headers=headers) from None
-    if caller is not None:
-        note_user(caller.username)
+    if isinstance(caller, Caller):
+        note_user(caller.username, caller.issuer)
     return caller
 
 

@@ -25,11 +25,12 @@ from prometheus_client import Counter
 
 from app.auth import field_rules
 from app.auth.client_address import client_address, throttle_address, trusted_networks
+from app.auth.oidc import ProviderTokens, unverified_header
 from app.auth.passwords import PasswordHasher
 from app.auth.policy import Access, Policy, split
 from app.auth.rate_limit import RateLimited, RateLimiter
 from app.auth.throttle import LoginThrottle, Throttled
-from app.auth.tokens import Claims, InvalidToken, TokenIssuer
+from app.auth.tokens import ALGORITHM, Claims, InvalidToken, TokenIssuer
 from app.calls.callers import Caller, current_caller
 from app.calls.refusals import Rejected, Violations
 from app.calls.shared_calls import SharedCalls
@@ -70,8 +71,11 @@ class Gate:
         recheck_seconds: float = 1.0,
         limiter: RateLimiter | None = None,
         policy: Policy | None = None,
+        provider: ProviderTokens | None = None,
     ) -> None:
         self.store = store
+        # An OpenID provider whose tokens are admitted beside Portico's own (None: none).
+        self.provider = provider
         # Who may call what: the APIs' own rules (without any, the name rule alone).
         self.policy = policy or Policy()
         # Per-caller rate limits (None: none): every admitted call takes a token.
@@ -205,22 +209,41 @@ class Gate:
         if cached is not None and time.time() < cached.caller.expires_at:
             caller, stamp, issued_at = cached.caller, cached.password_stamp, cached.issued_at
         else:
-            claims = self.issuer.verify(token)
-            caller = Caller(
-                claims.subject, claims.name, claims.role, claims.token_id, claims.expires_at
-            )
-            stamp, issued_at = claims.password_stamp, claims.issued_at
+            caller, stamp, issued_at = await self._verify_signed(token)
+        if caller.issuer:
+            # The provider vouches for its callers: only a Logout since can refuse one here.
+            if await self.store.revocations.is_revoked(caller.token_id):
+                raise InvalidToken("token was revoked", "revoked")
+            self._remember(token, _Verified(caller, now, stamp, issued_at))
+            return caller
         account = await self._check_still_valid(caller)
         if not self._password_unchanged(account, stamp, issued_at):
             raise InvalidToken(
                 "token was issued before the account's password changed", "password_changed"
             )
         caller = dataclasses.replace(caller, developer=account.developer, operator=account.operator)
-        self._cache[token] = _Verified(caller, now, stamp, issued_at)
+        self._remember(token, _Verified(caller, now, stamp, issued_at))
+        return caller
+
+    async def _verify_signed(self, token: str) -> tuple[Caller, str, int]:
+        """The caller a token's signature and claims vouch for, its password stamp and when it
+        was issued: Portico's own HS256 token, or the identity provider's."""
+        provider = self.provider
+        if provider is not None:
+            header = unverified_header(token)
+            if header.get("alg") != ALGORITHM:
+                return await provider.verify(token, header), "", 0
+        claims = self.issuer.verify(token)
+        caller = Caller(
+            claims.subject, claims.name, claims.role, claims.token_id, claims.expires_at
+        )
+        return caller, claims.password_stamp, claims.issued_at
+
+    def _remember(self, token: str, verified: _Verified) -> None:
+        self._cache[token] = verified
         self._cache.move_to_end(token)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
-        return caller
 
     async def _check_still_valid(self, caller: Caller) -> Account:
         if await self.store.revocations.is_revoked(caller.token_id):

@@ -11,13 +11,16 @@
 - every signed-in account may call what an API names so (``Logout``).
 
 A new RPC is covered by these rules the moment it is added to a .proto; a service no API
-declares anything of (a proxied upstream's) follows the name rule alone.
+declares anything of (a proxied upstream's) follows the name rule alone. A policy file
+(``PORTICO_POLICY_FILE``, :mod:`app.auth.policy_file`) names the roles of the methods it names
+instead.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
+from app.auth.policy_file import PolicyFile
 from app.calls.access import AccessRules
 from app.calls.callers import Role
 
@@ -51,8 +54,10 @@ class Policy:
     """The decisions of the name rule and ``rules``; each remembered, as a decision depends
     only on the role and the method's name, and both sets are small."""
 
-    def __init__(self, rules: AccessRules | None = None) -> None:
+    def __init__(self, rules: AccessRules | None = None, file: PolicyFile | None = None) -> None:
         self.rules = AccessRules.combined((GRPC_STANDARD, rules or AccessRules()))
+        # The roles of the methods a policy file names, instead of the name rule's.
+        self.file = file
         self._access: dict[str, Access] = {}
         self._allows: dict[tuple[str, str], bool] = {}
 
@@ -100,7 +105,11 @@ class Policy:
     def _allowed(self, role: str, full_method: str) -> bool:
         if self.access(full_method) is not Access.ROLES:
             return True
-        service, _ = split(full_method)
+        service, method = split(full_method)
+        if self.file is not None:
+            rule = self.file.rule_for(f"{service}.{method}")
+            if rule is not None:
+                return role in rule.roles
         if role == Role.ADMIN:
             return True
         if role == Role.NODE:

@@ -34,6 +34,9 @@ class Caller:
     # The edge organisation the account acts for, read from the account (not the token).
     developer: str = ""
     operator: str = ""
+    # The identity provider that vouched for the caller (empty: one of Portico's accounts, and
+    # ``account_id``/``username`` are its id and name; else they are derived from its subject).
+    issuer: str = ""
 
 
 # None for a public call made without a (valid) token.

@@ -1,12 +1,13 @@
 """``portico login``, ``token``, ``call``, ``list`` and ``describe``: a grpcurl-like client for
 people without grpcurl.
 
-``login`` calls ``AuthService.Login`` and keeps the token, with the server's addresses, in a
-private file (:mod:`app.cli.saved_login`); ``call`` then sends any RPC as JSON over gRPC (the
-default) or REST with that token, printing each reply as it arrives; ``token`` prints a token for
-scripts. Portico's own methods are this package's descriptors, so nothing is looked up on the
-server first; any other (a server behind ``portico proxy``) is asked of the server's reflection,
-as ``list`` and ``describe`` are (:mod:`app.cli.reflect`).
+``login`` calls ``AuthService.Login`` (or, given ``--token``, takes a token an identity provider
+issued, once the server's ``CheckToken`` accepts it) and keeps the token, with the server's
+addresses, in a private file (:mod:`app.cli.saved_login`); ``call`` then sends any RPC as JSON
+over gRPC (the default) or REST with that token, printing each reply as it arrives; ``token``
+prints a token for scripts. Portico's own methods are this package's descriptors, so nothing is
+looked up on the server first; any other (a server behind ``portico proxy``) is asked of the
+server's reflection, as ``list`` and ``describe`` are (:mod:`app.cli.reflect`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from app.cli.saved_login import Server, expired_at, read_saved, save, server_for
 from app.gateway.registry import Method, Registry
 
 LOGIN = "services.auth.AuthService/Login"
+CHECK_TOKEN = "services.auth.AuthService/CheckToken"
 UNAUTHENTICATED = 16  # google.rpc.Code
 DEADLINE_EXCEEDED = 4
 
@@ -49,9 +51,17 @@ def add_client_commands(commands: Any) -> None:
         description="Log in to a running server (AuthService.Login) and keep the token, with "
         "the server's addresses, for `portico call`. The addresses are the flags, else this "
         "shell's PORTICO_* ports, else the defaults: never those of an earlier login, unless "
-        "--again.",
+        "--again. With --token, keep a token of the identity provider the server trusts "
+        "(PORTICO_OIDC_ISSUER) instead, once the server says it accepts it.",
     )
-    login.add_argument("--username", "-u", help="the account (with --again: the saved login's)")
+    who = login.add_mutually_exclusive_group()
+    who.add_argument("--username", "-u", help="the account (with --again: the saved login's)")
+    who.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="a token the identity provider issued; '-' reads it from stdin (out of the "
+        "shell's history and of `ps`)",
+    )
     login.add_argument(
         "--again",
         action="store_true",
@@ -160,6 +170,11 @@ def _login(args: argparse.Namespace) -> None:
             "portico: there is no saved login to log in again to; log in with "
             "`portico login -u USERNAME`"
         )
+    if args.token is not None:
+        server = server_for(args, saved if args.again else {})
+        path = save(server, "", _pasted_token(server, args.token))
+        print(f"logged in with the identity provider's token; token kept in {path}")
+        return
     username = args.username or (saved.get("username", "") if args.again else "")
     if not username:
         raise SystemExit(
@@ -170,6 +185,26 @@ def _login(args: argparse.Namespace) -> None:
     token = _log_in(server, username, _password(args.password_stdin))
     path = save(server, username, token)
     print(f"logged in as {username}; token kept in {path}")
+
+
+def _pasted_token(server: Server, given: str) -> str:
+    """The token given (stdin for '-'), once the server accepts it: a token that is expired,
+    of another issuer or audience, or pasted wrong is refused now, not at the next call."""
+    token = (sys.stdin.readline() if given == "-" else given).strip()
+    token = token.removeprefix("Bearer ").strip()
+    if not token:
+        raise SystemExit("portico: --token: no token given")
+    try:
+        [reply] = list(_replies(server, _method(CHECK_TOKEN, server), [{"token": token}]))
+    except CallFailed as exc:
+        said = exc.status.get("message", "")
+        raise SystemExit(f"portico: the token was not checked: {said}") from None
+    if not reply.get("success"):
+        raise SystemExit(
+            "portico: the server does not accept this token (expired, of another issuer or "
+            "audience than its PORTICO_OIDC_* settings name, or not signed by the provider's keys)"
+        )
+    return token
 
 
 def _token(args: argparse.Namespace) -> None:

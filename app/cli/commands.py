@@ -14,7 +14,7 @@ from typing import Any
 from app import __version__
 from app.calls.callers import Role
 from app.cli.flags import naming_flags, remember_flags, settings_or_exit
-from app.settings.config import SERVERS, Settings
+from app.settings.config import SERVERS, ConfigurationError, Settings
 
 DESCRIPTION = "Portico: five control-plane gRPC APIs, served over gRPC and REST/JSON."
 SERVE_EPILOG = (
@@ -141,7 +141,30 @@ def _parser() -> argparse.ArgumentParser:
         "path", nargs="?", default=None, help="output file, '-' for stdout (default openapi.yaml)"
     )
     openapi.set_defaults(run=_openapi)
+    policy = commands.add_parser(
+        "policy",
+        help="print who may call each method: the name rule, or PORTICO_POLICY_FILE's roles",
+    )
+    policy.add_argument(
+        "--policy-file", dest="policy_file", help=_setting("the policy file", "policy_file")
+    )
+    policy.add_argument(
+        "--descriptor-set",
+        dest="descriptor_set",
+        help="the methods of this FileDescriptorSet (a `portico proxy` upstream's) instead of "
+        "Portico's own",
+    )
+    policy.set_defaults(run=_policy)
     return parser
+
+
+def _policy(args: argparse.Namespace) -> None:
+    from app.cli.policy import print_policy
+
+    try:
+        print_policy(settings_or_exit(args))
+    except ConfigurationError as exc:
+        raise SystemExit(f"portico: {exc}") from None
 
 
 def _add_proxy_command(commands: Any) -> None:

@@ -3,7 +3,9 @@
 Each method becomes a generic call on a ``grpc.aio`` channel, from its full name and its
 message classes' serializers; nothing per RPC is written. What the flows gave the in-process
 servicers travels as gRPC does it: metadata (request id, trace context, ``grpc-metadata-*``,
-and the caller's ``authorization`` only when told to pass it on), the deadline as the call's
+the caller's ``authorization`` only when told to pass it on, and the identity the gate admitted
+as ``x-portico-*`` metadata when told to: a caller's own ``x-portico-*`` never passes), the
+deadline as the call's
 timeout, and cancellation when the client goes away. The upstream's status, message and
 ``google.rpc.Status`` details come back as a :class:`GatewayError`, its metadata as the reply's.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -33,6 +36,19 @@ _RESERVED = frozenset({"content-type", "te", "host", "connection", "user-agent"}
 # a native gRPC caller's user-agent names its library, and the upstream call has its own.
 _NOT_FORWARDED = frozenset({"x-forwarded-for", "forwarded", "user-agent"})
 _TRACE_HEADERS = (b"traceparent", b"tracestate")
+# Who the caller is, as the proxy tells the upstream (PORTICO_PROXY_FORWARD_IDENTITY=metadata):
+# never taken from the caller, who could otherwise claim to be anyone.
+IDENTITY_KEYS = frozenset({"x-portico-subject", "x-portico-roles", "x-portico-issuer"})
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """What an upstream call carries of its caller besides the call's own metadata."""
+
+    # The caller's own Authorization header.
+    authorization: bool = False
+    # Metadata naming the caller the gate admitted (keys of IDENTITY_KEYS), asked per call.
+    identity: Callable[[], Iterable[tuple[str, str | bytes]]] | None = None
 
 
 class UpstreamInvoker:
@@ -43,12 +59,12 @@ class UpstreamInvoker:
         methods: Iterable[Method],
         channels: Mapping[str, grpc.aio.Channel],
         *,
-        forward_authorization: bool,
+        forwarding: Forwarding,
     ) -> None:
         self._calls: dict[str, Callable[..., Any]] = {
             m.grpc_path: _multicallable(channels[m.service], m) for m in methods
         }
-        self._forward_authorization = forward_authorization
+        self._forwarding = forwarding
 
     async def unary(self, call: Call, request: Request) -> Message:
         context = call.context
@@ -107,17 +123,23 @@ class UpstreamInvoker:
         return grpc_call, feeder
 
     def _metadata(self, call: Call) -> Metadata:
-        return forwarded_metadata(call, forward_authorization=self._forward_authorization)
+        return forwarded_metadata(call, self._forwarding)
 
 
-def forwarded_metadata(call: Call, *, forward_authorization: bool) -> Metadata:
+def forwarded_metadata(call: Call, forwarding: Forwarding) -> Metadata:
     """The call's metadata as the upstream call carries it (see the module's docstring)."""
     found: list[tuple[str, str | bytes]] = []
     for key, value in call.context.invocation_metadata():
-        if key in _NOT_FORWARDED or (key == "authorization" and not forward_authorization):
+        if (
+            key in _NOT_FORWARDED
+            or key in IDENTITY_KEYS
+            or (key == "authorization" and not forwarding.authorization)
+        ):
             continue
         _check(key, value)
         found.append((key, value))
+    if forwarding.identity is not None:
+        found.extend(forwarding.identity())
     for name in _TRACE_HEADERS:
         header = call.headers.get(name)
         if header is not None:

@@ -30,7 +30,7 @@ from app.gateway.errors import CODE_BY_NUMBER, GatewayError
 from app.gateway.invoker import Call, until_deadline
 from app.gateway.invoker import Request as CallRequest
 from app.gateway.registry import Method
-from app.gateway.upstream import forwarded_metadata, status_error
+from app.gateway.upstream import Forwarding, forwarded_metadata, status_error
 
 # A reply message larger than this fails the call (grpc's own default receive limit).
 MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -66,14 +66,14 @@ class Http2Invoker:
         methods: Iterable[Method],
         upstreams: Mapping[str, tuple[Connect, str]],
         *,
-        forward_authorization: bool,
+        forwarding: Forwarding,
     ) -> None:
         # Per method: its upstream's transport, and the URL its calls post to.
         self._routes = {
             m.grpc_path: (upstreams[m.service][0], upstreams[m.service][1] + m.grpc_path)
             for m in methods
         }
-        self._forward_authorization = forward_authorization
+        self._forwarding = forwarding
 
     async def unary(self, call: Call, request: CallRequest) -> Message:
         context = call.context
@@ -144,9 +144,7 @@ class Http2Invoker:
         headers = Headers([("content-type", "application/grpc"), ("te", "trailers")])
         if timeout is not None:
             headers["grpc-timeout"] = _grpc_timeout(timeout)
-        for key, value in forwarded_metadata(
-            call, forward_authorization=self._forward_authorization
-        ):
+        for key, value in forwarded_metadata(call, self._forwarding):
             if isinstance(value, bytes):
                 value = base64_text.encode_unpadded(value)
             headers.add(key, value)

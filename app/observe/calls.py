@@ -115,7 +115,9 @@ class RpcTelemetry:
 class Observation:
     """One call being observed; :meth:`end` records it exactly once."""
 
-    __slots__ = ("log_token", "request_id", "rpc", "span", "started", "token", "user")
+    __slots__ = (
+        "issuer", "log_token", "request_id", "rpc", "span", "started", "token", "user",
+    )  # fmt: skip
 
     def __init__(self, rpc: RpcTelemetry, request_id: str) -> None:
         self.rpc = rpc
@@ -125,6 +127,7 @@ class Observation:
         self.token: object = None
         self.log_token: Token[Observation | None] | None = None
         self.user = ""
+        self.issuer = ""
 
     def servicer_span(self) -> Any:
         """A span around the servicer's work, the child of the call's (a no-op when off)."""
@@ -164,11 +167,19 @@ class Observation:
             _log_request(self, code, http_status, seconds, span)
 
 
-def note_user(username: str) -> None:
-    """The gate admitted ``username`` for the call being observed (for its request log line)."""
+def note_user(username: str, issuer: str = "") -> None:
+    """The gate admitted ``username`` (the subject of ``issuer``'s token, when an identity
+    provider vouched for the caller) for the call being observed: its request log line and its
+    span say who called."""
     observation = _current.get()
     if observation is not None:
         observation.user = username
+        observation.issuer = issuer
+        span = observation.span
+        if span is not None:
+            span.set_attribute("enduser.id", username)
+            if issuer:
+                span.set_attribute("portico.identity_provider", issuer)
 
 
 def _log_request(
@@ -188,6 +199,10 @@ def _log_request(
         "duration_ms": round(seconds * 1000, 3),
         "user": observation.user,
     }
+    user = observation.user or "-"
+    if observation.issuer:
+        fields["issuer"] = observation.issuer
+        user = f"{user} issuer={observation.issuer}"
     request_log.info(
         "%s %s %s%s %.3f ms user=%s request_id=%s trace_id=%s",
         rpc.transport,
@@ -195,7 +210,7 @@ def _log_request(
         code,
         f" {http_status}" if http_status else "",
         seconds * 1000,
-        observation.user or "-",
+        user,
         observation.request_id or "-",
         trace_id or "-",
         extra={"fields": fields},

@@ -75,6 +75,22 @@ RATE_LIMITED = Counter(
     "(account or address).",
     ["method", "caller"],
 )
+# The identity provider's keys (app/auth/oidc.py): fetches, whether the last worked, how many.
+OIDC_KEY_FETCHES = Counter(
+    "portico_oidc_key_fetches_total",
+    "Fetches of the identity provider's keys (JWKS), by outcome (ok, error).",
+    ["outcome"],
+)
+OIDC_PROVIDER_UP = Gauge(
+    "portico_oidc_provider_up",
+    "1 while the last fetch of the identity provider's keys worked (the lowest of the workers).",
+    multiprocess_mode="livemin",
+)
+OIDC_KEYS = Gauge(
+    "portico_oidc_keys",
+    "Signing keys of the identity provider known now.",
+    multiprocess_mode="livemax",
+)
 
 # -- the store --------------------------------------------------------------------------------
 

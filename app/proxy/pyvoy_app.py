@@ -35,6 +35,6 @@ class EnvoyProxy(Proxy):
                 service: (self._connects[upstream.index], f"{scheme}://{upstream.target}")
                 for service, upstream in upstreams.items()
             },
-            forward_authorization=self.settings.proxy_auth == "passthrough",
+            forwarding=self.forwarding(),
         )
         return EnvoyOrChannel(envoy, super().upstream_invoker(methods, upstreams))

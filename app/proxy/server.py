@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ from app.assembly.gate import admit_caller, open_gate
 from app.assembly.gateway import gateway_options, store_errors, store_trouble
 from app.auth.gate import Gate
 from app.auth.policy import Policy
+from app.auth.policy_file import load_if_set
 from app.auth.service import ACCESS as LOGIN_ACCESS
 from app.auth.service import AuthService
+from app.calls.callers import current_caller
 from app.gateway.admission import NO_AUTH
 from app.gateway.codec.json_mapping import JsonOptions
 from app.gateway.invoker import Invoker, ServicerInvoker
@@ -37,7 +40,7 @@ from app.gateway.openapi.document import openapi_document
 from app.gateway.options import GatewayOptions, Peer
 from app.gateway.registry import Method, Registry
 from app.gateway.routes import Readiness, gateway_app
-from app.gateway.upstream import ByService, UpstreamInvoker
+from app.gateway.upstream import ByService, Forwarding, UpstreamInvoker
 from app.observe.calls import Telemetry
 from app.observe.metrics import RECORDING
 from app.proxy.descriptors import DescriptorError, Descriptors, from_file_set, from_reflection
@@ -50,8 +53,6 @@ from gen.services.auth import auth_pb2
 log = logging.getLogger("portico.proxy")
 
 AUTH_SERVICE = "services.auth.AuthService"
-# Upstream services follow the name rule alone; the login is what ``--auth jwt`` serves itself.
-POLICY = Policy(LOGIN_ACCESS)
 REFLECTION_TIMEOUT_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 1.0
 # Reconnect soon after an upstream comes back (grpc's default backoff grows to two minutes).
@@ -60,6 +61,25 @@ CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 )
+
+
+def caller_metadata() -> list[tuple[str, str | bytes]]:
+    """The caller the gate admitted, as ``x-portico-*`` metadata (none for an anonymous call):
+    the subject (an account's name, or the provider's ``sub``), its role, and the provider that
+    vouched for it (none for Portico's own accounts)."""
+    caller = current_caller.get()
+    if caller is None:
+        return []
+    found: list[tuple[str, str | bytes]] = [("x-portico-subject", _ascii(caller.username))]
+    found.append(("x-portico-roles", caller.role))
+    if caller.issuer:
+        found.append(("x-portico-issuer", _ascii(caller.issuer)))
+    return found
+
+
+def _ascii(text: str) -> str:
+    """gRPC metadata values are printable ASCII: anything else percent-encoded."""
+    return urllib.parse.quote(text, safe="".join(chr(c) for c in range(0x21, 0x7F) if c != 0x25))
 
 
 class SwappableApp:
@@ -131,6 +151,9 @@ class Proxy:
         self._reload_wanted = asyncio.Event()
         self._lock = asyncio.Lock()
         self._work: list[asyncio.Task[None]] = []
+        # The upstreams' methods follow the name rule, or the policy file's roles, checked
+        # against them whenever their descriptors are read.
+        self.policy = Policy(LOGIN_ACCESS, load_if_set(settings.policy_file))
 
     async def start(self) -> None:
         try:
@@ -167,7 +190,7 @@ class Proxy:
 
     async def _open_auth_store(self) -> None:
         """The same accounts, tokens and login as ``portico serve`` over the same settings."""
-        self.store, self.gate = await open_gate(self.settings, POLICY)
+        self.store, self.gate = await open_gate(self.settings, self.policy)
         # The login's own file only: the proxy loads none of Portico's APIs.
         self._local = Registry([auth_pb2.DESCRIPTOR], only={AUTH_SERVICE})
         self._servicers = {AUTH_SERVICE: AuthService(self.gate)}
@@ -244,6 +267,14 @@ class Proxy:
                 files.append(found.pool.FindServiceByName(name).file)
         services = set(channels) | ({AUTH_SERVICE} if local is not None else set())
         registry = Registry(files, only=services)
+        if self.policy.file is not None:
+            try:
+                self.policy.file.check(m.full_name for m in registry)
+            except ConfigurationError as exc:
+                if self.app.current is None:
+                    raise  # at start: the start stops, naming what is wrong
+                log.error("the upstreams' new descriptors are not served: %s", exc)
+                return
         remote = [m for m in registry if m.service in channels]
         invoker = self.upstream_invoker(remote, channels)
         if local is not None:
@@ -267,7 +298,16 @@ class Proxy:
         return UpstreamInvoker(
             methods,
             {service: upstream.channel for service, upstream in upstreams.items()},
-            forward_authorization=self.settings.proxy_auth == "passthrough",
+            forwarding=self.forwarding(),
+        )
+
+    def forwarding(self) -> Forwarding:
+        """What the upstreams learn of the caller: with ``--auth passthrough`` their own
+        credentials; else as PORTICO_PROXY_FORWARD_IDENTITY says (nothing by default)."""
+        forward = self.settings.proxy_forward_identity
+        return Forwarding(
+            authorization=self.settings.proxy_auth == "passthrough" or forward == "authorization",
+            identity=caller_metadata if forward == "metadata" else None,
         )
 
     @property
@@ -280,7 +320,7 @@ class Proxy:
         auth = self.settings.proxy_auth
 
         def public(method: Method) -> bool:
-            return auth == "none" or (auth == "jwt" and POLICY.is_public(method.full_name))
+            return auth == "none" or (auth == "jwt" and self.policy.is_public(method.full_name))
 
         return openapi_document(
             registry,

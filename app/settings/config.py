@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from app.calls.close_names import close_names
+from app.settings import identity_rules as identity
 from app.settings import limits
 from app.settings.setting_rules import (
     MAX_RATE,
@@ -183,6 +184,27 @@ class Settings:
     upstream_key: str = _rule("", file_or_empty)
     # How often the proxy asks the upstreams' reflection whether their descriptors changed.
     upstream_poll_seconds: float = _rule(30.0, between(0.1, 86_400.0))
+    # -- identity providers and roles by policy (docs/how-to/identity-providers.md) --
+    # Tokens of this OpenID provider are admitted beside Portico's own (empty: none are).
+    oidc_issuer: str = _rule("", identity.url_or_empty)
+    # Where its keys are; empty: the issuer's /.well-known/openid-configuration says.
+    oidc_jwks_url: str = _rule("", identity.url_or_empty)
+    oidc_audience: str = ""
+    oidc_roles_claim: str = _rule("roles", identity.claim_path)
+    oidc_role_map: tuple[str, ...] = _rule((), identity.role_map)
+    oidc_algorithms: tuple[str, ...] = _rule(identity.ALGORITHMS, identity.algorithms)
+    oidc_leeway_seconds: int = _rule(30, between(0, 300))
+    oidc_jwks_timeout_seconds: float = _rule(
+        limits.DEFAULT_JWKS_TIMEOUT_SECONDS, between(0.1, 60.0)
+    )
+    oidc_jwks_max_bytes: int = _rule(limits.DEFAULT_JWKS_MAX_BYTES, between(1024, 4 * 1024**2))
+    oidc_jwks_refresh_seconds: float = _rule(
+        limits.DEFAULT_JWKS_REFRESH_SECONDS, between(1.0, 3600.0)
+    )
+    # Who may call which method, instead of the name rule (YAML; empty: the name rule).
+    policy_file: str = _rule("", file_or_empty)
+    # `portico proxy`: what the upstream learns of the caller the gate admitted.
+    proxy_forward_identity: str = _rule("none", one_of("none", "authorization", "metadata"))
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -194,6 +216,13 @@ class Settings:
             self.upstream_tls, self.upstream_ca, self.upstream_cert, self.upstream_key
         )
         rate_limit_pairing(self.rate_limit_per_second, self.rate_limit_burst)
+        identity.oidc_pairing(
+            self.oidc_issuer,
+            self.oidc_jwks_url,
+            self.oidc_audience,
+            self.proxy_auth,
+            self.proxy_forward_identity,
+        )
         metrics_apart(
             self.metrics, self.metrics_port, self.metrics_token, (self.http_port, self.grpc_port)
         )

@@ -43,6 +43,22 @@ MAX_MACHINES_PER_POOL = 100
 MAX_PORTS_PER_INSTANCE = 64
 MAX_FILTERS = 32
 
+# -- identity providers (app/auth/oidc.py) ------------------------------------------------------
+
+# A provider's token (Keycloak's and Entra ID's with many groups reach a few KB), its keys'
+# document (PORTICO_OIDC_JWKS_MAX_BYTES bounds its size; at most this many keys are read of it),
+# the discovery document, and the roles read from one token.
+MAX_PROVIDER_TOKEN_BYTES = 16 * 1024
+DEFAULT_JWKS_MAX_BYTES = 256 * 1024
+MAX_JWKS_KEYS = 100
+MAX_DISCOVERY_BYTES = 64 * 1024
+MAX_TOKEN_ROLES = 256
+# Fetches of the provider's documents end within this; the keys are fetched again at most once
+# per refresh interval whatever the tokens' key ids, and in the background once this old.
+DEFAULT_JWKS_TIMEOUT_SECONDS = 5.0
+DEFAULT_JWKS_REFRESH_SECONDS = 5.0
+JWKS_MAX_AGE_SECONDS = 3600.0
+
 # -- errors -------------------------------------------------------------------------------------
 
 MAX_VIOLATIONS = 20

@@ -223,6 +223,57 @@ MEANINGS: dict[str, str] = {
         "`portico proxy` only: how often each upstream's reflection is asked whether its "
         "descriptors changed (0.1 to 86400)"
     ),
+    # -- identity providers and roles by policy --
+    "oidc_issuer": (
+        "an OpenID Connect provider whose tokens the gate admits beside Portico's own, on every "
+        "protocol (its `iss`; `https://`, or `http://` to loopback); see [Identity "
+        "providers](../how-to/identity-providers.md)"
+    ),
+    "oidc_jwks_url": (
+        "where the provider's signing keys (JWKS) are; empty: the `jwks_uri` of the issuer's "
+        "`/.well-known/openid-configuration`"
+    ),
+    "oidc_audience": (
+        "the `aud` the provider's tokens must carry (Portico's client id or API identifier); "
+        "needed with an issuer"
+    ),
+    "oidc_roles_claim": (
+        "the claim holding the caller's role names: a name, or a dotted path such as "
+        "`realm_access.roles` (a list of names, or one string of space-separated names)"
+    ),
+    "oidc_role_map": (
+        "provider role names onto Portico's roles, `name=role` comma-separated (a name equal to "
+        "a Portico role grants it without an entry); of several, the most powerful applies"
+    ),
+    "oidc_algorithms": (
+        "the algorithms a provider's token may be signed with (never `none` or HS*, whose "
+        "secret would be the provider's public key)"
+    ),
+    "oidc_leeway_seconds": (
+        "clock skew allowed when checking a provider token's `exp`, `nbf` and `iat` (0 to 300; "
+        "Portico's own tokens allow 30 s)"
+    ),
+    "oidc_jwks_timeout_seconds": (
+        "a fetch of the provider's discovery document and keys ends within this (0.1 to 60); "
+        "meanwhile only callers whose key is unknown wait"
+    ),
+    "oidc_jwks_max_bytes": (
+        "the largest JWKS read (1024 to 4194304); a larger one is a failed fetch (at most 100 "
+        "keys of it are used)"
+    ),
+    "oidc_jwks_refresh_seconds": (
+        "a token naming an unknown key id fetches the keys again at most once per this interval "
+        "(1 to 3600); keys are also fetched again in the background once an hour old"
+    ),
+    "policy_file": (
+        "a YAML file saying which roles may call which methods (full names or globs, per "
+        "service), instead of the name rule; checked at start (see `portico policy`)"
+    ),
+    "proxy_forward_identity": (
+        "`portico proxy` only: what the upstream learns of the caller the gate admitted: "
+        "`none`, `authorization` (the caller's own header), or `metadata` "
+        "(`x-portico-subject`, `x-portico-roles`, `x-portico-issuer`); needs `--auth jwt`"
+    ),
 }
 
 # Where an empty default means something else than "none".

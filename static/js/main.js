@@ -4,7 +4,7 @@
 import { api, loadDocument, readJson } from './api.js';
 import { $, element, show } from './dom.js';
 import { openMethod, renderMethodList, setUpExplorer, abortCall } from './explorer.js';
-import { forget, isOpen, mayCall, remember, role, setOpen, tenant, token, username } from './session.js';
+import { claimsOf, forget, isOpen, mayCall, remember, role, setOpen, tenant, token, username } from './session.js';
 import { leaveView } from './ui.js';
 import { renderCluster, renderClusters } from './views/kaas.js';
 import { renderEdge, renderDeveloper } from './views/edge.js';
@@ -13,6 +13,7 @@ import { renderPod, renderRuntime } from './views/runtime.js';
 import { renderStorage } from './views/storage.js';
 
 const LOGIN_PATH = '/v1/auth:login';
+const CHECK_TOKEN_PATH = '/v1/auth:checkToken';
 const LOGOUT_PATH = '/v1/auth:logout';
 const LOGIN_RPC = 'services.auth.AuthService.Login';
 
@@ -175,6 +176,32 @@ async function logIn(event) {
   }
 }
 
+// A token pasted from the identity provider the server trusts: kept once the server accepts it.
+async function useToken(event) {
+  event.preventDefault();
+  const pasted = $('pasted-token').value.trim().replace(/^Bearer\s+/i, '');
+  show($('token-error'), false);
+  try {
+    const response = await fetch(CHECK_TOKEN_PATH, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: JSON.stringify({ token: pasted }),
+    });
+    const body = await readJson(response);
+    if (!response.ok || !body || body.success !== true) {
+      $('token-error').textContent = 'The server does not accept this token: it is expired, of another issuer or audience, or not signed by the provider.';
+      show($('token-error'), true);
+      return;
+    }
+    $('pasted-token').value = '';
+    remember(pasted, String(claimsOf(pasted).sub || '?'));
+    showApp();
+  } catch (error) {
+    $('token-error').textContent = `The token cannot be checked: ${error.message}`;
+    show($('token-error'), true);
+  }
+}
+
 async function logOut() {
   leaveView();
   try {
@@ -196,6 +223,7 @@ api.onUnauthenticated = (body) => {
 
 async function start() {
   $('login-form').addEventListener('submit', logIn);
+  $('token-form').addEventListener('submit', useToken);
   $('logout').addEventListener('click', logOut);
   setUpExplorer();
   window.addEventListener('hashchange', route);

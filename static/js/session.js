@@ -22,10 +22,13 @@ export function username() {
   return sessionStorage.getItem(USER_KEY) || '?';
 }
 
-// The token's claims, read without checking the signature: only to shape the page. The server
+// A token's claims, read without checking the signature: only to shape the page. The server
 // checks every call, so a forged claim gains nothing but buttons that get PERMISSION_DENIED.
 export function claims() {
-  const bearer = token();
+  return claimsOf(token());
+}
+
+export function claimsOf(bearer) {
   if (!bearer) return {};
   try {
     const part = bearer.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
@@ -36,7 +39,15 @@ export function claims() {
   }
 }
 
+// A token pasted from the identity provider names its roles in its own claim, which the server
+// maps (PORTICO_OIDC_ROLES_CLAIM, PORTICO_OIDC_ROLE_MAP): only the server knows what it grants,
+// so the page offers every action and shows the server's refusals.
+export function fromProvider() {
+  return Boolean(token()) && !claims().role;
+}
+
 export function role() {
+  if (fromProvider()) return 'as the identity provider grants';
   return claims().role || 'viewer';
 }
 
@@ -97,5 +108,5 @@ export function isOpen() {
 }
 
 export function mayCall(rpc) {
-  return open || allows(role(), rpc);
+  return open || fromProvider() || allows(role(), rpc);
 }

@@ -334,6 +334,11 @@ OTHER_MEANINGS: dict[str, tuple[str, str]] = {
         "the Envoy workers of `--server pyvoy`",
         "set by `serve` for the processes it starts (its socket); never set it yourself",
     ),
+    "PORTICO_APPLICATION": (
+        "the Envoy workers of `--server pyvoy`",
+        "set by `serve` and `proxy` for the processes they start (which server each builds); "
+        "never set it yourself",
+    ),
     "PORTICO_TEST_DATABASE_URL": (
         "the test suite",
         "a PostgreSQL URL: the tests that need PostgreSQL run against it (else they skip)",

@@ -43,7 +43,7 @@ def test_login_with_a_pasted_provider_token_then_call(
                 "login", "--token", "-", *where, stdin=f"Bearer {token}\n"
             )
             assert status == 0, err
-            assert "logged in as the identity provider's token" in out
+            assert "logged in with the identity provider's token" in out
             assert stat.S_IMODE(login_file.stat().st_mode) == 0o600
             assert json.loads(login_file.read_text())["token"] == token
 

@@ -111,7 +111,7 @@ def test_an_expired_token_says_to_log_in_again(tmp_path: Path) -> None:
             assert gate is not None
             # Issued two hours ago: past its hour and the leeway of 30 s.
             old, _ = gate.issuer.issue(account_id="1", username="admin", role="admin",
-                                       now=time.time() - 7200)  # fmt: skip
+                                       password_stamp="", now=time.time() - 7200)  # fmt: skip
             saved = json.loads(login_file().read_text())
             login_file().write_text(json.dumps({**saved, "token": old}))
 

@@ -26,9 +26,10 @@ def serve(settings: Settings, application: Application) -> None:
         check_tls_files(settings)
         ports = settings if application.own_grpc_port else _http_port_only(settings)
         with contextlib.ExitStack() as held:
+            # The ports first: an address this machine does not have creates no data folder.
+            held.enter_context(claimed_ports(ports))
             if application.one_per_data_folder:
                 held.enter_context(data_folder_held(settings.data_dir))
-            held.enter_context(claimed_ports(ports))
             backend(settings.server)(settings, application)
     except STARTUP_REFUSALS as exc:
         raise SystemExit(f"portico: {exc}") from None

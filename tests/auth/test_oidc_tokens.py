@@ -144,7 +144,10 @@ def test_hostile_tokens_are_refused_each_with_its_reason(tmp_path):
                     _unsigned(provider.claims(), {"alg": "none", "kid": rsa_key.kid}),
                     "algorithm 'none' is not allowed",
                 ),
-                "HS256 with the public key": (_hs256_with_public_key(provider), "not signed by this server"),
+                "HS256 with the public key": (
+                    _hs256_with_public_key(provider),
+                    "not signed by this server",
+                ),
                 "an algorithm not allowed": (provider.token(ec_key), "'ES256' is not allowed"),
                 "an RSA key under an ES algorithm header": (
                     _with_header(provider.token(), alg="ES384"),

@@ -29,41 +29,42 @@ def files(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
+    # A value given as a flag is refused naming the flag; one from the environment, the variable.
     ("flags", "variable", "allowed"),
     [
         ([], "PORTICO_UPSTREAMS", "one or more host:port"),
-        (["--upstream", "nohost"], "PORTICO_UPSTREAMS", "host:port gRPC servers"),
-        (["--upstream", "a:99999"], "PORTICO_UPSTREAMS", "host:port gRPC servers"),
+        (["--upstream", "nohost"], "--upstream", "host:port gRPC servers"),
+        (["--upstream", "a:99999"], "--upstream", "host:port gRPC servers"),
         (
             ["--upstream", "a:1", "--upstream-poll-seconds", "0"],
-            "PORTICO_UPSTREAM_POLL_SECONDS",
+            "--upstream-poll-seconds",
             "0.1",
         ),
         (
             ["--upstream", "a:1", "--descriptor-set", "/nonexistent"],
-            "PORTICO_DESCRIPTOR_SET",
+            "--descriptor-set",
             "readable",
         ),
         (
             ["--upstream", "a:1", "--descriptor-set", "{garbage}"],
-            "PORTICO_DESCRIPTOR_SET",
+            "--descriptor-set",
             "not a FileDescriptorSet",
         ),
         (
             ["--upstream", "a:1", "--descriptor-set", "{empty}"],
-            "PORTICO_DESCRIPTOR_SET",
+            "--descriptor-set",
             "declares no service",
         ),
         (
             ["--upstream", "a:1", "--upstream", "b:2", "--descriptor-set", "{set}"],
-            "PORTICO_DESCRIPTOR_SET",
+            "--descriptor-set",
             "exactly one upstream",
         ),
         (["--upstream", "a:1", "--upstream-cert", "{not_pem}"], "PORTICO_UPSTREAM_KEY", "together"),
-        (["--upstream", "a:1", "--upstream-ca", "{not_pem}"], "PORTICO_UPSTREAM_CA", "PEM CA"),
+        (["--upstream", "a:1", "--upstream-ca", "{not_pem}"], "--upstream-ca", "PEM CA"),
         (
             ["--upstream", "a:1", "--upstream-cert", "{not_pem}", "--upstream-key", "{not_pem}"],
-            "PORTICO_UPSTREAM_CERT",
+            "--upstream-cert",
             "needs TLS",
         ),
     ],
@@ -90,7 +91,7 @@ def test_workers_out_of_range_are_refused(monkeypatch: pytest.MonkeyPatch, serve
     monkeypatch.setattr("app.server.on_uvicorn.serve.run_event_loop", _started_anyway)
     with pytest.raises(SystemExit) as stopped:
         main(["proxy", "--upstream", "a:1", "--workers", "0", "--server", server])
-    assert str(stopped.value.code).startswith("portico: PORTICO_WORKERS: 0 is not allowed")
+    assert str(stopped.value.code).startswith("portico: --workers: 0 is not allowed")
 
 
 def test_a_metrics_port_serves_the_proxys_metrics_there_and_not_beside_the_api() -> None:

@@ -80,6 +80,14 @@ def require(what: str, reason: str) -> None:
 ORIGINAL_DIR = ROOT / "tests" / "data" / "original"
 
 
+@pytest.fixture
+def login_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where this test's ``portico login`` keeps its login (``PORTICO_LOGIN_FILE``)."""
+    path = tmp_path / "config" / "login.json"
+    monkeypatch.setenv("PORTICO_LOGIN_FILE", str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def original_dir() -> Path:
     """The seed documents (``seeds/``) and wire facts (``wire.json``) of the original systems."""

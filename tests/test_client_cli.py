@@ -53,11 +53,8 @@ def addresses(served: Running, rest: str, transport: str) -> list[str]:
 
 @pytest.mark.parametrize("transport", ["grpc", "rest"])
 def test_login_keeps_the_token_and_call_uses_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str
+    tmp_path: Path, login_file: Path, transport: str
 ) -> None:
-    login_file = tmp_path / "config" / "login.json"
-    monkeypatch.setenv("PORTICO_LOGIN_FILE", str(login_file))
-    monkeypatch.delenv("PORTICO_TOKEN", raising=False)
 
     async def check() -> None:
         async with (

@@ -18,11 +18,8 @@ VERSION = "cnct.kaas.api.Cluster/GetVersionInformation"
 
 @pytest.mark.parametrize("transport", ["grpc", "rest"])
 def test_login_with_a_pasted_provider_token_then_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str
+    tmp_path: Path, login_file: Path, transport: str
 ) -> None:
-    login_file = tmp_path / "config" / "login.json"
-    monkeypatch.setenv("PORTICO_LOGIN_FILE", str(login_file))
-    monkeypatch.delenv("PORTICO_TOKEN", raising=False)
 
     async def check() -> None:
         async with (

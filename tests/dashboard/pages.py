@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -66,6 +67,20 @@ def logged_in(
 def go(browser: WebDriver, fragment: str) -> None:
     """Follow a link inside the page (a hash change: no reload)."""
     browser.execute_script("location.hash = arguments[0]", fragment)
+
+
+def click_first(browser: WebDriver, selector: str) -> None:
+    """Click the first element ``selector`` finds, finding it again if the view drew it anew
+    between the finding and the click (its tables refresh every few seconds)."""
+
+    def clicked(b: WebDriver) -> bool:
+        try:
+            css(b, selector)[0].click()
+        except (IndexError, StaleElementReferenceException):
+            return False
+        return True
+
+    wait(browser).until(clicked)
 
 
 def texts(browser: WebDriver, selector: str) -> list[str]:

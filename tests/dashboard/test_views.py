@@ -18,6 +18,7 @@ from gen.scheduler import scheduler_pb2, scheduler_pb2_grpc
 from tests.dashboard.conftest import LiveServer, live_portico
 from tests.dashboard.pages import (
     by_id,
+    click_first,
     css,
     go,
     horizontal_overflow,
@@ -220,7 +221,7 @@ async def stop_instance(live: LiveServer, instance_id: str) -> None:
 def test_a_pod_page_follows_its_logs_across_a_drop(browser, live_server, shots):
     logged_in(browser, live_server, "#/runtime")
     wait(browser).until(lambda b: len(row_keys(b, "Pods")) >= 2)
-    css(browser, "table[aria-label='Pods'] tbody tr a")[0].click()
+    click_first(browser, "table[aria-label='Pods'] tbody tr a")
     wait(browser).until(
         lambda b: b.execute_script("return location.hash").startswith("#/runtime/pod/")
     )

@@ -225,17 +225,16 @@ def start_proxy(
     if data_dir is not None:
         command += ["--data-dir", str(data_dir)]
     process = Process(command, env={**PROXY_ENV, **(env or {})})
-    base = process.wait_for(PROXY_LINE)["base"]
-    if ready:
+    try:
+        base = process.wait_for(PROXY_LINE)["base"]
         deadline = time.monotonic() + START_SECONDS
-        try:
-            while httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
-                if time.monotonic() > deadline:
-                    pytest.fail(
-                        f"the proxy was not ready within {START_SECONDS} s:\n{process.said}"
-                    )
-                time.sleep(0.05)  # between probes of /readyz, which itself waits up to 1 s
-        except BaseException:
-            process.stop()  # not left running behind a failed test
-            raise
+        while ready and httpx.get(f"{base}/readyz", timeout=10).status_code != 200:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the proxy was not ready within {START_SECONDS} s:\n{process.said}")
+            time.sleep(0.05)  # between probes of /readyz, which itself waits up to 1 s
+    except BaseException:
+        # Not left running behind a failed test (one whose start-up line never came included:
+        # under pyvoy its Envoy workers ran on for the rest of the suite).
+        process.stop()
+        raise
     return process, base

@@ -68,6 +68,14 @@ class Application:
         return load(self.envoy_clusters)(settings) if self.envoy_clusters else ()
 
 
+def request_reload(served: Served) -> None:
+    """Ask ``served`` to reload if it can (the proxy re-reads its upstreams' descriptors); what
+    every backend does on the application's SIGHUP."""
+    reload = getattr(served, "request_reload", None)
+    if reload is not None:
+        reload()
+
+
 def load(name: str) -> Any:
     """The object ``module:attribute`` names."""
     module, _, attribute = name.partition(":")

@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.observe import tracing
 from app.observe.logs import configure_logging
-from app.server.application import Served
+from app.server.application import Served, request_reload
 from app.server.envoy_limits import STREAM_WINDOW_BYTES
 from app.server.process import STARTUP_REFUSALS, settle_heap
 from app.settings.config import ConfigurationError, Settings
@@ -156,10 +156,8 @@ class PyvoyApp:
         drain."""
         line = await reader.readline()
         while line.strip() == RELOAD:
-            # Only a server that can reload is sent it (the proxy: its upstreams' descriptors).
-            reload = getattr(self.portico, "request_reload", None)
-            if reload is not None:
-                reload()
+            if self.portico is not None:
+                request_reload(self.portico)
             line = await reader.readline()
         await self.drain()
         if line.strip() == DRAIN:

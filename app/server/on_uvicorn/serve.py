@@ -16,7 +16,7 @@ import uvicorn
 
 from app.observe import tracing
 from app.observe.logs import configure_logging
-from app.server.application import Application
+from app.server.application import Application, request_reload
 from app.server.listeners import http_socket
 from app.server.on_uvicorn.connections import http_protocol
 from app.server.process import (
@@ -55,8 +55,7 @@ async def run(settings: Settings, application: Application) -> None:
         raise RuntimeError("start() did not build the HTTP app")
     http_server = stopped_by_signals(settings, served.http_app, served.begin_shutdown)
     if application.reload_on_hangup:
-        reload = served.request_reload  # type: ignore[attr-defined]
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, request_reload, served)
     try:
         listener = http_socket(settings.http_host, settings.http_port, shared=settings.workers > 1)
         application.announce(settings, base_url(settings, listener), served.grpc_port)

@@ -70,8 +70,12 @@ def test_every_call_rides_out_a_restart_and_a_stop_of_the_database(
     try:
         server.wait_ready()
         token = login(server)
-        load = run(_outage(server, postgres, token))
-        assert load.wrong == [], f"{len(load.wrong)} wrong answers: {load.wrong[:5]}"
+        try:
+            load = run(_outage(server, postgres, token))
+            assert load.wrong == [], f"{len(load.wrong)} wrong answers: {load.wrong[:5]}"
+        except AssertionError as failed:
+            # The server's traceback says which path answered a wrong status.
+            raise AssertionError(f"{failed}\nthe server's log:\n{server.log()[-20000:]}") from None
         run(_everything_runs_again(server, token))
     finally:
         server.stop()
